@@ -1,0 +1,157 @@
+//! AVX2 + FMA + F16C kernels (every x86_64 CPU since 2013), chosen at run time so one binary runs
+//! everywhere. Integer products use `maddubs` (u8 × i8 → i16 pairs) as ggml's AVX2 path does.
+
+use super::GgmlType;
+use super::acts::ActRow;
+use super::blocks::QK;
+use std::arch::x86_64::*;
+
+pub(crate) fn available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+}
+
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C; `w` must hold `out.len()` rows of `row_bytes`, and
+/// `a` must be a row of `row_bytes`' worth of columns for `ty` (checked by the caller).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRow, out: &mut [f32]) {
+    let cols = a.x.len();
+    let nb = cols / QK;
+    for (r, o) in out.iter_mut().enumerate() {
+        // SAFETY: row r lies inside w (caller checked w.len() >= out.len() * row_bytes).
+        let row = unsafe { w.as_ptr().add(r * row_bytes) };
+        *o = unsafe {
+            match ty {
+                GgmlType::F32 => dot_f32(row, a.x),
+                GgmlType::F16 => dot_f16(row, a.x),
+                GgmlType::BF16 => dot_bf16(row, a.x),
+                GgmlType::Q8_0 => dot_q8_0(row, nb, a),
+                GgmlType::Q4_0 => dot_q4::<false>(row, nb, a),
+                GgmlType::Q4_1 => dot_q4::<true>(row, nb, a),
+                _ => unreachable!("checked by quant::dot_rows"),
+            }
+        };
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn f16_at(p: *const u8) -> f32 {
+    let bits = unsafe { (p as *const u16).read_unaligned() };
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+}
+
+/// Σ q·y over one block of 32: unsigned nibbles (low nibbles = elements 0..16) times i8, as
+/// eight f32 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn nibble_products(qs: *const u8, y: *const i8) -> __m256 {
+    let raw = unsafe { _mm_loadu_si128(qs as *const __m128i) };
+    let mask = _mm_set1_epi8(0x0F);
+    let lo = _mm_and_si128(raw, mask);
+    let hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+    let q = _mm256_set_m128i(hi, lo);
+    let yv = unsafe { _mm256_loadu_si256(y as *const __m256i) };
+    let pairs = _mm256_maddubs_epi16(q, yv);
+    _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+}
+
+/// Q4_0 and Q4_1: see `quant::dot::dot_q4` for the algebra. Two blocks per iteration with two
+/// accumulators to hide FMA latency.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q4<const HAS_MIN: bool>(row: *const u8, nb: usize, a: ActRow) -> f32 {
+    let (block_bytes, qs_at) = if HAS_MIN { (20, 4) } else { (18, 2) };
+    let mut acc = [_mm256_setzero_ps(); 2];
+    let mut offset_sum = 0f32;
+    let y = a.qs.as_ptr();
+    for b in 0..nb {
+        unsafe {
+            let blk = row.add(b * block_bytes);
+            let d = f16_at(blk);
+            let scale = _mm256_set1_ps(d * *a.d.get_unchecked(b));
+            let p = nibble_products(blk.add(qs_at), y.add(b * QK));
+            acc[b & 1] = _mm256_fmadd_ps(scale, p, acc[b & 1]);
+            let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -8.0 * d };
+            offset_sum += offset * *a.s.get_unchecked(b);
+        }
+    }
+    hsum(_mm256_add_ps(acc[0], acc[1])) + offset_sum
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q8_0(row: *const u8, nb: usize, a: ActRow) -> f32 {
+    let mut acc = [_mm256_setzero_ps(); 2];
+    let y = a.qs.as_ptr();
+    for b in 0..nb {
+        unsafe {
+            let blk = row.add(b * 34);
+            let scale = _mm256_set1_ps(f16_at(blk) * *a.d.get_unchecked(b));
+            let x = _mm256_loadu_si256(blk.add(2) as *const __m256i);
+            let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
+            // maddubs wants unsigned × signed: |x| × (y with x's sign).
+            let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(yv, x));
+            let p = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+            acc[b & 1] = _mm256_fmadd_ps(scale, p, acc[b & 1]);
+        }
+    }
+    hsum(_mm256_add_ps(acc[0], acc[1]))
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_float(row: *const u8, x: &[f32], bytes_per: usize, load8: impl Fn(*const u8) -> __m256) -> f32 {
+    let n8 = x.len() / 8 * 8;
+    let mut acc = [_mm256_setzero_ps(); 2];
+    let mut i = 0;
+    while i < n8 {
+        unsafe {
+            let wv = load8(row.add(i * bytes_per));
+            let xv = _mm256_loadu_ps(x.as_ptr().add(i));
+            acc[(i / 8) & 1] = _mm256_fmadd_ps(wv, xv, acc[(i / 8) & 1]);
+        }
+        i += 8;
+    }
+    let mut sum = hsum(_mm256_add_ps(acc[0], acc[1]));
+    for (j, xv) in x.iter().enumerate().skip(n8) {
+        let mut tail = [0f32; 8];
+        // Tail elements go through the same loader on a zero-padded copy.
+        let mut bytes = [0u8; 32];
+        unsafe { std::ptr::copy_nonoverlapping(row.add(j * bytes_per), bytes.as_mut_ptr(), bytes_per) };
+        unsafe { _mm256_storeu_ps(tail.as_mut_ptr(), load8(bytes.as_ptr())) };
+        sum += tail[0] * xv;
+    }
+    sum
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_f32(row: *const u8, x: &[f32]) -> f32 {
+    unsafe { dot_float(row, x, 4, |p| _mm256_loadu_ps(p as *const f32)) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_f16(row: *const u8, x: &[f32]) -> f32 {
+    unsafe { dot_float(row, x, 2, |p| _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_bf16(row: *const u8, x: &[f32]) -> f32 {
+    unsafe {
+        dot_float(row, x, 2, |p| {
+            let h = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+            _mm256_castsi256_ps(_mm256_slli_epi32(h, 16))
+        })
+    }
+}

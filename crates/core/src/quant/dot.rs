@@ -1,0 +1,176 @@
+//! Row-times-vector dot products for every supported weight type, with a portable version that
+//! the compiler vectorizes (SSE2, wasm `simd128`) and hand-written AVX2 on x86_64 chosen at run
+//! time. Quantized weights are dotted against 8-bit activations in integers, float weights
+//! against f32 activations.
+
+use super::acts::ActRow;
+use super::blocks::{QK, UnsupportedType, read_f16};
+use super::GgmlType;
+use half::{bf16, f16};
+
+/// `out[r] = row_r · a` for the `out.len()` consecutive rows of `w` (`row_bytes` each).
+pub fn dot_rows(
+    ty: GgmlType,
+    w: &[u8],
+    row_bytes: usize,
+    a: ActRow,
+    out: &mut [f32],
+) -> Result<(), UnsupportedType> {
+    if !ty.is_supported() {
+        return Err(UnsupportedType(ty, "multiplied"));
+    }
+    assert!(w.len() >= out.len() * row_bytes, "weight slice too short");
+    let cols = a.x.len();
+    assert_eq!(Some(row_bytes as u64), ty.bytes_for(cols as u64));
+    #[cfg(target_arch = "x86_64")]
+    if super::avx2::available() {
+        // SAFETY: the CPU has AVX2, FMA and F16C (checked above); slice lengths were checked
+        // against `cols` and `row_bytes`, which is all the kernels index by.
+        unsafe { super::avx2::dot_rows(ty, w, row_bytes, a, out) };
+        return Ok(());
+    }
+    dot_rows_portable(ty, w, row_bytes, a, out);
+    Ok(())
+}
+
+pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRow, out: &mut [f32]) {
+    for (r, o) in out.iter_mut().enumerate() {
+        let row = &w[r * row_bytes..(r + 1) * row_bytes];
+        *o = match ty {
+            GgmlType::F32 => dot_f32(row, a.x),
+            GgmlType::F16 => dot_half(row, a.x, |b| f16::from_bits(b).to_f32()),
+            GgmlType::BF16 => dot_half(row, a.x, |b| bf16::from_bits(b).to_f32()),
+            GgmlType::Q8_0 => dot_q8_0(row, a),
+            GgmlType::Q4_0 => dot_q4(row, a, 18, false),
+            GgmlType::Q4_1 => dot_q4(row, a, 20, true),
+            _ => unreachable!("checked by dot_rows"),
+        };
+    }
+}
+
+/// Eight independent partial sums so the compiler can keep them in one vector register.
+fn dot_f32(row: &[u8], x: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    for (w8, x8) in row.chunks_exact(32).zip(x.chunks_exact(8)) {
+        for k in 0..8 {
+            acc[k] += f32::from_le_bytes(w8[4 * k..4 * k + 4].try_into().unwrap()) * x8[k];
+        }
+    }
+    let tail = x.len() / 8 * 8;
+    let mut sum: f32 = acc.iter().sum();
+    for i in tail..x.len() {
+        sum += f32::from_le_bytes(row[4 * i..4 * i + 4].try_into().unwrap()) * x[i];
+    }
+    sum
+}
+
+fn dot_half(row: &[u8], x: &[f32], to_f32: impl Fn(u16) -> f32) -> f32 {
+    let mut acc = [0f32; 8];
+    for (w8, x8) in row.chunks_exact(16).zip(x.chunks_exact(8)) {
+        for k in 0..8 {
+            acc[k] += to_f32(u16::from_le_bytes([w8[2 * k], w8[2 * k + 1]])) * x8[k];
+        }
+    }
+    let tail = x.len() / 8 * 8;
+    let mut sum: f32 = acc.iter().sum();
+    for i in tail..x.len() {
+        sum += to_f32(u16::from_le_bytes([row[2 * i], row[2 * i + 1]])) * x[i];
+    }
+    sum
+}
+
+fn dot_q8_0(row: &[u8], a: ActRow) -> f32 {
+    let mut sum = 0f32;
+    for (b, blk) in row.chunks_exact(34).enumerate() {
+        let y = &a.qs[b * QK..(b + 1) * QK];
+        let mut sumi = 0i32;
+        for (&q, &v) in blk[2..].iter().zip(y) {
+            sumi += (q as i8) as i32 * v as i32;
+        }
+        sum += read_f16(blk, 0) * a.d[b] * sumi as f32;
+    }
+    sum
+}
+
+/// Q4_0 (`x = d(q − 8)`) and Q4_1 (`x = dq + m`) share the nibble product `Σ q·y`; they differ
+/// only in the block-sum term: `−8 d s` for Q4_0, `m s` for Q4_1, where `s = d_y Σ y`.
+fn dot_q4(row: &[u8], a: ActRow, block_bytes: usize, has_min: bool) -> f32 {
+    let qs_at = if has_min { 4 } else { 2 };
+    let mut sum = 0f32;
+    for (b, blk) in row.chunks_exact(block_bytes).enumerate() {
+        let y = &a.qs[b * QK..(b + 1) * QK];
+        let mut sumi = 0i32;
+        for j in 0..16 {
+            let q = blk[qs_at + j];
+            sumi += (q & 0x0F) as i32 * y[j] as i32 + (q >> 4) as i32 * y[j + 16] as i32;
+        }
+        let d = read_f16(blk, 0);
+        let offset = if has_min { read_f16(blk, 2) } else { -8.0 * d };
+        sum += d * a.d[b] * sumi as f32 + offset * a.s[b];
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Acts, dequantize_row, quantize_row};
+    use super::*;
+
+    fn ggml_vector(n: usize, offset: f32) -> Vec<f32> {
+        (0..n).map(|i| 0.1 + 2.0 * (i as f32 + offset).cos()).collect()
+    }
+
+    /// ggml's test-quantize-fns dot-product check: |quantized dot − f32 dot| / n < 0.02.
+    #[test]
+    fn quantized_dots_match_float_dot_within_ggml_threshold() {
+        let n = 32 * 128;
+        let w = ggml_vector(n, 0.0);
+        let x = ggml_vector(n, 1.0);
+        let exact: f32 = w.iter().zip(&x).map(|(a, b)| a * b).sum();
+        let mut acts = Acts::new(1, n);
+        acts.x_mut().copy_from_slice(&x);
+        acts.quantize();
+        for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+            let q = quantize_row(ty, &w).unwrap();
+            let mut out = [0f32];
+            dot_rows(ty, &q, q.len(), acts.row(0), &mut out).unwrap();
+            assert!((out[0] - exact).abs() / (n as f32) < 0.02, "{ty}: {} vs {exact}", out[0]);
+        }
+    }
+
+    /// The SIMD and portable kernels agree with a dequantize-then-dot reference to f32 rounding
+    /// (the only difference allowed is the 8-bit activations and summation order).
+    #[test]
+    fn every_kernel_matches_dequantized_reference() {
+        let cols = 32 * 7;
+        let rows = 5;
+        let x: Vec<f32> = (0..cols).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
+        let mut acts = Acts::new(1, cols);
+        acts.x_mut().copy_from_slice(&x);
+        acts.quantize();
+        let mut xq = vec![0f32; cols];
+        let a = acts.row(0);
+        for i in 0..cols {
+            xq[i] = a.d[i / QK] * a.qs[i] as f32;
+        }
+        for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+            let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 53 % 97) as f32 / 40.0) - 1.2).collect();
+            let q: Vec<u8> = w.chunks(cols).flat_map(|r| quantize_row(ty, r).unwrap()).collect();
+            let row_bytes = q.len() / rows;
+            let mut fast = vec![0f32; rows];
+            let mut portable = vec![0f32; rows];
+            dot_rows(ty, &q, row_bytes, acts.row(0), &mut fast).unwrap();
+            dot_rows_portable(ty, &q, row_bytes, acts.row(0), &mut portable);
+            let float_acts = matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
+            for r in 0..rows {
+                let mut wr = vec![0f32; cols];
+                dequantize_row(ty, &q[r * row_bytes..(r + 1) * row_bytes], &mut wr).unwrap();
+                let xs = if float_acts { &x } else { &xq };
+                let reference: f32 = wr.iter().zip(xs).map(|(a, b)| a * b).sum();
+                let tol = 1e-4 * (1.0 + reference.abs()) * 10.0;
+                assert!((fast[r] - reference).abs() < tol, "{ty} fast row {r}: {} vs {reference}", fast[r]);
+                assert!((portable[r] - reference).abs() < tol, "{ty} portable row {r}: {} vs {reference}", portable[r]);
+            }
+        }
+    }
+}
