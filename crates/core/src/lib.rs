@@ -5,3 +5,8 @@
 
 pub mod gguf;
 pub mod quant;
+pub mod cpu;
+pub mod model;
+pub mod tokenizer;
+pub mod chat;
+pub mod sampling;

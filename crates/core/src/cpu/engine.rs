@@ -1,0 +1,225 @@
+//! The CPU executor of a [`ModelDesc`](crate::model::ModelDesc): the reference every GPU kernel
+//! is tested against and the engine of browsers without WebGPU.
+//!
+//! Activations are f32 (residual stream, norms, RoPE, attention, softmax); inputs to quantized
+//! matrices are rounded to 8-bit blocks as ggml's CPU backend does. All buffers are sized at
+//! construction, so decoding a token allocates nothing.
+
+use super::attention::{AttentionShape, MAX_HEAD_DIM, attention};
+use super::kv_cache::KvCache;
+use super::matmul::matmul;
+use super::ops::{add_in_place, apply_rope, rms_norm, rope_inv_freq, rope_table, silu_mul};
+use crate::model::{Model, Weight};
+use crate::quant::{Acts, dequantize_row};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Prompt tokens processed per batched pass; bounds scratch memory (≈ 64 × ffn floats).
+pub const PREFILL_CHUNK: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum EngineError {
+    #[error("context full: {needed} tokens needed, the context holds {capacity} (start a new conversation or raise --context)")]
+    ContextFull { needed: usize, capacity: usize },
+    #[error("token id {token} is outside the vocabulary (0..{vocab})")]
+    TokenOutOfRange { token: u32, vocab: usize },
+    #[error("empty prompt: at least one token is needed")]
+    EmptyPrompt,
+    #[error("head dimension {0} exceeds the supported maximum {MAX_HEAD_DIM}")]
+    HeadDimTooLarge(usize),
+}
+
+struct Scratch {
+    x: Vec<f32>,
+    xb: Acts,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    att: Acts,
+    proj: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    hb: Acts,
+    last: Acts,
+    logits: Vec<f32>,
+    tmp: Vec<f32>,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+pub struct CpuEngine<B> {
+    model: Arc<Model<B>>,
+    kv: KvCache,
+    pos: usize,
+    norms: Vec<[Vec<f32>; 2]>,
+    output_norm: Vec<f32>,
+    inv_freq: Vec<f32>,
+    s: Scratch,
+}
+
+fn read_f32s<B: AsRef<[u8]>>(model: &Model<B>, w: &Weight) -> Vec<f32> {
+    let mut out = vec![0f32; w.rows * w.cols];
+    dequantize_row(w.ty, model.data(w), &mut out).expect("norms are validated as F32");
+    out
+}
+
+impl<B: AsRef<[u8]>> CpuEngine<B> {
+    /// An engine with room for `context` tokens (capped at the model's trained context).
+    pub fn new(model: Arc<Model<B>>, context: usize) -> Result<Self, EngineError> {
+        let c = &model.config;
+        if c.head_dim > MAX_HEAD_DIM {
+            return Err(EngineError::HeadDimTooLarge(c.head_dim));
+        }
+        let context = context.clamp(1, c.context_length);
+        let n = PREFILL_CHUNK;
+        let norms = model
+            .desc
+            .layers
+            .iter()
+            .map(|l| [read_f32s(&model, &l.attn_norm), read_f32s(&model, &l.ffn_norm)])
+            .collect();
+        let factors = model.desc.rope_freqs.as_ref().map(|w| read_f32s(&model, w));
+        let s = Scratch {
+            x: vec![0.0; n * c.d_model],
+            xb: Acts::new(n, c.d_model),
+            q: vec![0.0; n * c.q_dim()],
+            k: vec![0.0; n * c.kv_dim()],
+            v: vec![0.0; n * c.kv_dim()],
+            att: Acts::new(n, c.q_dim()),
+            proj: vec![0.0; n * c.d_model],
+            gate: vec![0.0; n * c.ffn_dim],
+            up: vec![0.0; n * c.ffn_dim],
+            hb: Acts::new(n, c.ffn_dim),
+            last: Acts::new(1, c.d_model),
+            logits: vec![0.0; c.vocab_size],
+            tmp: Vec::with_capacity(n * c.ffn_dim.max(c.d_model)),
+            cos: vec![0.0; c.rope_dim / 2],
+            sin: vec![0.0; c.rope_dim / 2],
+        };
+        Ok(Self {
+            kv: KvCache::new(c.n_layers, context, c.kv_dim()),
+            pos: 0,
+            output_norm: read_f32s(&model, &model.desc.output_norm),
+            inv_freq: rope_inv_freq(c.rope_dim, c.rope_freq_base, factors.as_deref()),
+            norms,
+            model,
+            s,
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model<B>> {
+        &self.model
+    }
+
+    /// Tokens in the KV cache (the position of the next token).
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub fn context_capacity(&self) -> usize {
+        self.kv.capacity()
+    }
+
+    /// Forgets the conversation; the buffers stay allocated.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Runs the prompt in batched chunks and returns the logits of its last token.
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<&[f32], EngineError> {
+        if tokens.is_empty() {
+            return Err(EngineError::EmptyPrompt);
+        }
+        self.check(tokens)?;
+        let chunks: Vec<&[u32]> = tokens.chunks(PREFILL_CHUNK).collect();
+        for (i, chunk) in chunks.iter().enumerate() {
+            self.forward(chunk, i + 1 == chunks.len());
+        }
+        Ok(&self.s.logits)
+    }
+
+    /// Appends one token and returns the logits for the next.
+    pub fn decode(&mut self, token: u32) -> Result<&[f32], EngineError> {
+        self.check(&[token])?;
+        self.forward(&[token], true);
+        Ok(&self.s.logits)
+    }
+
+    fn check(&self, tokens: &[u32]) -> Result<(), EngineError> {
+        let vocab = self.model.config.vocab_size;
+        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= vocab) {
+            return Err(EngineError::TokenOutOfRange { token, vocab });
+        }
+        let needed = self.pos + tokens.len();
+        if needed > self.kv.capacity() {
+            return Err(EngineError::ContextFull {
+                needed,
+                capacity: self.kv.capacity(),
+            });
+        }
+        Ok(())
+    }
+
+    fn forward(&mut self, tokens: &[u32], want_logits: bool) {
+        let model = &*self.model;
+        let c = &model.config;
+        let bytes = model.gguf.bytes();
+        let (n, d, pos0) = (tokens.len(), c.d_model, self.pos);
+        let s = &mut self.s;
+        let embd = &model.desc.token_embd;
+        for (t, &tok) in tokens.iter().enumerate() {
+            let row = &model.data(embd)[tok as usize * embd.row_bytes()..][..embd.row_bytes()];
+            dequantize_row(embd.ty, row, &mut s.x[t * d..(t + 1) * d]).expect("validated at load");
+        }
+        for a in [&mut s.xb, &mut s.att, &mut s.hb] {
+            a.set_n(n);
+        }
+        let shape = AttentionShape {
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+        };
+        let (qd, kvd, fd) = (c.q_dim(), c.kv_dim(), c.ffn_dim);
+        for (li, layer) in model.desc.layers.iter().enumerate() {
+            let [attn_norm, ffn_norm] = &self.norms[li];
+            norm_rows(&s.x[..n * d], attn_norm, c.rms_eps, &mut s.xb);
+            matmul(&layer.wq, bytes, &s.xb, &mut s.q, &mut s.tmp);
+            matmul(&layer.wk, bytes, &s.xb, &mut s.k, &mut s.tmp);
+            matmul(&layer.wv, bytes, &s.xb, &mut s.v, &mut s.tmp);
+            for t in 0..n {
+                rope_table(pos0 + t, &self.inv_freq, &mut s.cos, &mut s.sin);
+                apply_rope(&mut s.q[t * qd..(t + 1) * qd], c.head_dim, &s.cos, &s.sin);
+                apply_rope(&mut s.k[t * kvd..(t + 1) * kvd], c.head_dim, &s.cos, &s.sin);
+            }
+            self.kv.write(li, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
+            let (kc, vc) = self.kv.layer(li, pos0 + n);
+            attention(&shape, &s.q[..n * qd], kc, vc, pos0, s.att.x_mut());
+            s.att.quantize();
+            matmul(&layer.wo, bytes, &s.att, &mut s.proj, &mut s.tmp);
+            add_in_place(&mut s.x[..n * d], &s.proj[..n * d]);
+
+            norm_rows(&s.x[..n * d], ffn_norm, c.rms_eps, &mut s.xb);
+            matmul(&layer.w_gate, bytes, &s.xb, &mut s.gate, &mut s.tmp);
+            matmul(&layer.w_up, bytes, &s.xb, &mut s.up, &mut s.tmp);
+            silu_mul(&mut s.gate[..n * fd], &s.up[..n * fd]);
+            s.hb.x_mut().copy_from_slice(&s.gate[..n * fd]);
+            s.hb.quantize();
+            matmul(&layer.w_down, bytes, &s.hb, &mut s.proj, &mut s.tmp);
+            add_in_place(&mut s.x[..n * d], &s.proj[..n * d]);
+        }
+        self.pos += n;
+        if want_logits {
+            norm_rows(&s.x[(n - 1) * d..n * d], &self.output_norm, c.rms_eps, &mut s.last);
+            matmul(&model.desc.output, bytes, &s.last, &mut s.logits, &mut s.tmp);
+        }
+    }
+}
+
+/// RMSNorm of each row of `x` into `out`, then 8-bit quantization for the next matmul.
+fn norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut Acts) {
+    let d = weight.len();
+    for (row, o) in x.chunks_exact(d).zip(out.x_mut().chunks_exact_mut(d)) {
+        rms_norm(row, weight, eps, o);
+    }
+    out.quantize();
+}

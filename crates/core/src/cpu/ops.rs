@@ -1,0 +1,110 @@
+//! The element-wise and row-wise pieces of a llama layer, in f32.
+
+/// RMSNorm (Zhang & Sennrich 2019, as in llama.cpp's `ggml_rms_norm`): `x / sqrt(mean(x²) + ε) · w`.
+pub fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let mean_sq = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
+    let scale = 1.0 / (mean_sq + eps).sqrt();
+    for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
+        *o = v * scale * w;
+    }
+}
+
+/// RoPE tables for one position: `cos`/`sin` of `pos · inv_freq[i]`.
+pub fn rope_table(pos: usize, inv_freq: &[f32], cos: &mut [f32], sin: &mut [f32]) {
+    for ((c, s), f) in cos.iter_mut().zip(sin.iter_mut()).zip(inv_freq) {
+        let (si, co) = (pos as f64 * *f as f64).sin_cos();
+        *c = co as f32;
+        *s = si as f32;
+    }
+}
+
+/// Inverse frequencies `base^(−2i/rope_dim)`, divided by Llama 3.1's per-frequency factors
+/// when the model has them (RoFormer, Su et al. 2021; llama.cpp `ggml_rope_ext`).
+pub fn rope_inv_freq(rope_dim: usize, base: f32, factors: Option<&[f32]>) -> Vec<f32> {
+    (0..rope_dim / 2)
+        .map(|i| {
+            let f = (base as f64).powf(-2.0 * i as f64 / rope_dim as f64);
+            (f / factors.map_or(1.0, |fs| fs[i] as f64)) as f32
+        })
+        .collect()
+}
+
+/// Rotates adjacent pairs `(x[2i], x[2i+1])` of each head ("normal" RoPE, which llama GGUFs
+/// use: the converter permutes Q and K so this matches the HF model).
+pub fn apply_rope(x: &mut [f32], head_dim: usize, cos: &[f32], sin: &[f32]) {
+    for head in x.chunks_exact_mut(head_dim) {
+        for (i, (c, s)) in cos.iter().zip(sin).enumerate() {
+            let (a, b) = (head[2 * i], head[2 * i + 1]);
+            head[2 * i] = a * c - b * s;
+            head[2 * i + 1] = a * s + b * c;
+        }
+    }
+}
+
+/// SwiGLU (Shazeer 2020): `silu(gate) · up`, written into `gate`.
+pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
+    for (g, u) in gate.iter_mut().zip(up) {
+        *g = *g / (1.0 + (-*g).exp()) * u;
+    }
+}
+
+pub fn add_in_place(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+/// Softmax in place, max-subtracted for stability.
+pub fn softmax(x: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in x.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    x.iter_mut().for_each(|v| *v *= inv);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rms_norm_hand_computed() {
+        let mut out = [0f32; 2];
+        rms_norm(&[3.0, 4.0], &[1.0, 2.0], 0.0, &mut out);
+        let r = (12.5f32).sqrt();
+        assert!((out[0] - 3.0 / r).abs() < 1e-6 && (out[1] - 8.0 / r).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rope_rotates_pairs_by_position_angle() {
+        let inv = rope_inv_freq(4, 10000.0, None);
+        assert_eq!(inv[0], 1.0);
+        assert!((inv[1] - 0.01).abs() < 1e-7);
+        let (mut c, mut s) = ([0f32; 2], [0f32; 2]);
+        rope_table(2, &inv, &mut c, &mut s);
+        let mut x = [1.0, 0.0, 0.0, 1.0];
+        apply_rope(&mut x, 4, &c, &s);
+        assert!((x[0] - 2f32.cos()).abs() < 1e-6 && (x[1] - 2f32.sin()).abs() < 1e-6);
+        assert!((x[2] + 0.02f32.sin()).abs() < 1e-6 && (x[3] - 0.02f32.cos()).abs() < 1e-6);
+        let scaled = rope_inv_freq(4, 10000.0, Some(&[1.0, 4.0]));
+        assert!((scaled[1] - 0.0025).abs() < 1e-7);
+    }
+
+    #[test]
+    fn softmax_and_silu() {
+        let mut x = [1.0, 2.0, 3.0];
+        softmax(&mut x);
+        let e: Vec<f32> = [1f32, 2.0, 3.0].iter().map(|v| v.exp()).collect();
+        let s: f32 = e.iter().sum();
+        for (a, b) in x.iter().zip(&e) {
+            assert!((a - b / s).abs() < 1e-6);
+        }
+        let mut g = [0.0, 1.0];
+        silu_mul(&mut g, &[5.0, 2.0]);
+        assert_eq!(g[0], 0.0);
+        assert!((g[1] - 2.0 / (1.0 + (-1f32).exp())).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,186 @@
+//! The one description of a llama-family model: which GGUF tensor plays which part, with its
+//! format and shape, checked once. The CPU and GPU engines are two executors of this.
+//!
+//! Tensor names: llama.cpp's `LLM_TENSOR_NAMES` for `LLM_ARCH_LLAMA` (src/llama-arch.cpp).
+
+use super::{LlamaConfig, ModelError};
+use crate::gguf::Gguf;
+use crate::quant::GgmlType;
+use serde::Serialize;
+use std::ops::Range;
+
+/// A weight matrix (or vector) in the file: `rows` × `cols`, row-major, `cols` contiguous.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Weight {
+    pub name: String,
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    /// Absolute byte range in the GGUF buffer.
+    #[serde(skip)]
+    pub data: Range<usize>,
+}
+
+impl Weight {
+    pub fn row_bytes(&self) -> usize {
+        (self.data.end - self.data.start) / self.rows
+    }
+
+    pub fn n_bytes(&self) -> u64 {
+        (self.data.end - self.data.start) as u64
+    }
+
+    pub fn n_params(&self) -> u64 {
+        (self.rows * self.cols) as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerDesc {
+    pub attn_norm: Weight,
+    pub wq: Weight,
+    pub wk: Weight,
+    pub wv: Weight,
+    pub wo: Weight,
+    pub ffn_norm: Weight,
+    pub w_gate: Weight,
+    pub w_up: Weight,
+    pub w_down: Weight,
+}
+
+impl LayerDesc {
+    /// The seven matrices every decoded token reads in full.
+    pub fn matrices(&self) -> [&Weight; 7] {
+        [&self.wq, &self.wk, &self.wv, &self.wo, &self.w_gate, &self.w_up, &self.w_down]
+    }
+
+    pub fn norms(&self) -> [&Weight; 2] {
+        [&self.attn_norm, &self.ffn_norm]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelDesc {
+    pub token_embd: Weight,
+    pub layers: Vec<LayerDesc>,
+    pub output_norm: Weight,
+    /// The output head; the same tensor as `token_embd` when the model ties them.
+    pub output: Weight,
+    pub tied_output: bool,
+    /// Llama 3.1-style per-frequency RoPE divisors (`rope_freqs.weight`), if present.
+    pub rope_freqs: Option<Weight>,
+}
+
+impl ModelDesc {
+    pub fn from_gguf<B: AsRef<[u8]>>(g: &Gguf<B>, c: &LlamaConfig) -> Result<Self, ModelError> {
+        let (d, q, kv, ffn) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
+        let token_embd = matrix(g, "token_embd.weight", c.vocab_size, d)?;
+        let mut layers = Vec::with_capacity(c.n_layers);
+        for i in 0..c.n_layers {
+            let name = |part: &str| format!("blk.{i}.{part}.weight");
+            layers.push(LayerDesc {
+                attn_norm: vector(g, &name("attn_norm"), d)?,
+                wq: matrix(g, &name("attn_q"), q, d)?,
+                wk: matrix(g, &name("attn_k"), kv, d)?,
+                wv: matrix(g, &name("attn_v"), kv, d)?,
+                wo: matrix(g, &name("attn_output"), d, q)?,
+                ffn_norm: vector(g, &name("ffn_norm"), d)?,
+                w_gate: matrix(g, &name("ffn_gate"), ffn, d)?,
+                w_up: matrix(g, &name("ffn_up"), ffn, d)?,
+                w_down: matrix(g, &name("ffn_down"), d, ffn)?,
+            });
+        }
+        let output_norm = vector(g, "output_norm.weight", d)?;
+        let (output, tied_output) = match g.tensor("output.weight") {
+            Some(_) => (matrix(g, "output.weight", c.vocab_size, d)?, false),
+            None => (token_embd.clone(), true),
+        };
+        let rope_freqs = match g.tensor("rope_freqs.weight") {
+            Some(_) => Some(vector(g, "rope_freqs.weight", c.rope_dim / 2)?),
+            None => None,
+        };
+        Ok(Self {
+            token_embd,
+            layers,
+            output_norm,
+            output,
+            tied_output,
+            rope_freqs,
+        })
+    }
+
+    /// Every distinct weight, in file order of use.
+    pub fn weights(&self) -> Vec<&Weight> {
+        let mut all = vec![&self.token_embd];
+        for l in &self.layers {
+            all.push(&l.attn_norm);
+            all.extend(l.matrices());
+            all.push(&l.ffn_norm);
+        }
+        all.push(&self.output_norm);
+        if !self.tied_output {
+            all.push(&self.output);
+        }
+        all.extend(self.rope_freqs.as_ref());
+        all
+    }
+
+    /// Weight bytes read to decode one token: every layer's matrices and norms, the final norm
+    /// and the whole output head, but only one row of the token embedding.
+    pub fn weight_bytes_per_token(&self) -> u64 {
+        let layers: u64 = self
+            .layers
+            .iter()
+            .map(|l| l.matrices().iter().chain(l.norms().iter()).map(|w| w.n_bytes()).sum::<u64>())
+            .sum();
+        let embd_row = self.token_embd.row_bytes() as u64;
+        layers + embd_row + self.output_norm.n_bytes() + self.output.n_bytes()
+    }
+
+    /// Parameters that take part in one decoded token (the embedding lookup counts once, as
+    /// part of a tied head, or not at all).
+    pub fn matmul_params(&self) -> u64 {
+        let layers: u64 = self.layers.iter().map(|l| l.matrices().iter().map(|w| w.n_params()).sum::<u64>()).sum();
+        layers + self.output.n_params()
+    }
+}
+
+fn shape_of<B: AsRef<[u8]>>(g: &Gguf<B>, name: &str, expected: &[u64]) -> Result<Weight, ModelError> {
+    let t = g.require_tensor(name)?;
+    if t.dims != expected {
+        return Err(ModelError::ShapeMismatch {
+            tensor: name.to_string(),
+            expected: expected.to_vec(),
+            found: t.dims.clone(),
+        });
+    }
+    if !t.ty.is_supported() {
+        return Err(ModelError::UnsupportedType {
+            tensor: name.to_string(),
+            ty: t.ty,
+        });
+    }
+    Ok(Weight {
+        name: name.to_string(),
+        ty: t.ty,
+        rows: t.rows() as usize,
+        cols: t.dims[0] as usize,
+        data: t.data.clone(),
+    })
+}
+
+fn matrix<B: AsRef<[u8]>>(g: &Gguf<B>, name: &str, rows: usize, cols: usize) -> Result<Weight, ModelError> {
+    shape_of(g, name, &[cols as u64, rows as u64])
+}
+
+/// Norm weights and RoPE factors must be F32: they are read as plain floats.
+fn vector<B: AsRef<[u8]>>(g: &Gguf<B>, name: &str, len: usize) -> Result<Weight, ModelError> {
+    let w = shape_of(g, name, &[len as u64])?;
+    if w.ty != GgmlType::F32 {
+        return Err(ModelError::UnsupportedType {
+            tensor: name.to_string(),
+            ty: w.ty,
+        });
+    }
+    Ok(w)
+}
