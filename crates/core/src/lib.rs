@@ -10,3 +10,4 @@ pub mod model;
 pub mod tokenizer;
 pub mod chat;
 pub mod sampling;
+pub mod prompt;

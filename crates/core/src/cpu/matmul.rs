@@ -10,11 +10,13 @@ use crate::quant::{Acts, dot_rows};
 const TILE_ROWS: usize = 16;
 
 /// `out[t * w.rows + r] = w_r · acts_t` for every token `t` of `acts` (already quantized).
-/// `tmp` is scratch for batches (`n > 1`), grown once and reused.
-pub fn matmul(w: &Weight, bytes: &[u8], acts: &Acts, out: &mut [f32], tmp: &mut Vec<f32>) {
+/// `file` is the whole GGUF buffer `w.data` points into; `tmp` is scratch for batches (`n > 1`),
+/// grown once and reused.
+pub fn matmul(w: &Weight, file: &[u8], acts: &Acts, out: &mut [f32], tmp: &mut Vec<f32>) {
     let n = acts.n();
     let rows = w.rows;
     let row_bytes = w.row_bytes();
+    let bytes = &file[w.data.clone()];
     assert_eq!(acts.cols(), w.cols, "{}: activation width", w.name);
     assert!(out.len() >= n * rows);
     // Enough chunks to balance threads, big enough to amortize the scheduling.

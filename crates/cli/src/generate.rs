@@ -1,0 +1,78 @@
+//! `tokscope generate`: stream the text to stdout, timings to stderr.
+
+use crate::CliResult;
+use crate::args::GenerateArgs;
+use crate::model_file::load;
+use std::io::Write;
+use std::time::Instant;
+use tokscope_core::cpu::{CpuEngine, EngineError};
+use tokscope_core::prompt::{chat_template, prompt_tokens};
+use tokscope_core::sampling::{Sampler, SamplingParams};
+
+pub fn run(a: GenerateArgs) -> CliResult {
+    let params = SamplingParams {
+        temperature: a.temperature,
+        top_k: a.top_k,
+        top_p: a.top_p,
+        seed: a.seed,
+    };
+    let mut sampler = Sampler::new(params).map_err(|e| e.to_string())?;
+    let loaded = load(&a.model)?;
+    let tok = &loaded.tokenizer;
+    let template = match a.chat {
+        true => Some(chat_template(&loaded.model.gguf).map_err(|e| e.to_string())?),
+        false => None,
+    };
+    let tokens = prompt_tokens(tok, template.as_ref(), &a.prompt).map_err(|e| e.to_string())?;
+    let max_context = loaded.model.config.context_length;
+    let context = a.context.unwrap_or(tokens.len() + a.max_tokens).min(max_context);
+    if tokens.len() > context {
+        return Err(EngineError::ContextFull { needed: tokens.len(), capacity: context }.to_string());
+    }
+    let mut engine = CpuEngine::new(loaded.model.clone(), context).map_err(|e| e.to_string())?;
+
+    let start = Instant::now();
+    let mut next = sampler.sample(engine.prefill(&tokens).map_err(|e| e.to_string())?);
+    let ttft = start.elapsed();
+    let mut stream = tok.stream();
+    let mut out = std::io::stdout().lock();
+    let mut generated = 0;
+    let mut note = None;
+    let decode_start = Instant::now();
+    while generated < a.max_tokens {
+        if !a.ignore_eos && tok.is_stop(next) {
+            break;
+        }
+        generated += 1;
+        if let Some(text) = stream.step(next).map_err(|e| e.to_string())?
+            && (out.write_all(text.as_bytes()).is_err() || out.flush().is_err())
+        {
+            break; // stdout closed (e.g. piped into `head`): stop quietly.
+        }
+        if generated == a.max_tokens {
+            break;
+        }
+        if engine.position() == engine.context_capacity() {
+            note = Some(format!("stopped: context full ({} tokens)", engine.context_capacity()));
+            break;
+        }
+        next = sampler.sample(engine.decode(next).map_err(|e| e.to_string())?);
+    }
+    let decode_s = decode_start.elapsed().as_secs_f64();
+    let _ = writeln!(out);
+    drop(out);
+    let prefill_s = ttft.as_secs_f64();
+    eprintln!("prompt tokens: {}", tokens.len());
+    eprintln!("time to first token: {:.1} ms", prefill_s * 1e3);
+    eprintln!("prefill: {:.1} tok/s", tokens.len() as f64 / prefill_s);
+    let steps = generated.saturating_sub(1);
+    if steps > 0 {
+        eprintln!("decode: {:.1} tok/s ({generated} tokens)", steps as f64 / decode_s);
+    } else {
+        eprintln!("decode: n/a ({generated} tokens)");
+    }
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
+    Ok(())
+}

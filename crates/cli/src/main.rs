@@ -1,0 +1,51 @@
+//! `tokscope`: the same engine and math as the web app, on the command line.
+
+mod args;
+mod bench;
+mod generate;
+mod inspect;
+mod model_file;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Every command returns this: a message for one clear line on stderr.
+pub type CliResult = Result<(), String>;
+
+fn main() -> ExitCode {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("error: internal error{at}: {msg} (please report this)");
+    }));
+    let cli = args::Cli::parse();
+    let result = std::panic::catch_unwind(|| run(cli)).unwrap_or_else(|_| Err(String::new()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) if msg.is_empty() => ExitCode::from(101),
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: args::Cli) -> CliResult {
+    if let Some(threads) = cli.threads {
+        if threads == 0 {
+            return Err("--threads must be at least 1".into());
+        }
+        tokscope_core::cpu::parallel::set_threads(threads)?;
+    }
+    match cli.command {
+        args::Command::Generate(a) => generate::run(a),
+        args::Command::Inspect(a) => inspect::run(a),
+        args::Command::Bench(a) => bench::run(a),
+    }
+}
