@@ -11,3 +11,4 @@ pub mod tokenizer;
 pub mod chat;
 pub mod sampling;
 pub mod prompt;
+pub mod synthetic;

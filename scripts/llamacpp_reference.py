@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Record llama.cpp's behaviour on a GGUF as test fixtures for tokscope's CPU engine.
+
+Needs llama-cpp-python (it builds llama.cpp; about 10 minutes on 2 cores):
+    python3 -m venv /tmp/llamaenv && /tmp/llamaenv/bin/pip install llama-cpp-python==0.3.36 numpy jinja2
+    /tmp/llamaenv/bin/python scripts/llamacpp_reference.py public/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+        crates/core/tests/fixtures/llamacpp
+
+Writes:
+  tokenizer.json    strings -> llama.cpp ids (special tokens parsed, no BOS) and decoded text
+  generations.json  per prompt: prompt ids, 64 greedy steps (token, runner-up, top-2 logit gap)
+  logits_<name>.f32 the full logits of the first step, little-endian f32
+"""
+import json
+import sys
+from pathlib import Path
+
+import jinja2
+import numpy as np
+from llama_cpp import Llama, __version__ as llama_cpp_version
+
+STEPS = 64
+
+TOKENIZER_STRINGS = [
+    "", " ", "  ", "   ", "\t", "\n", "\n\n\n", " \n \n", "Hello world", " Hello world",
+    "Hello  world", "hello   world   ", "HELLO World!", "It's, isn't it? They'll've",
+    "1", "12", "123", "1234567890", "3.14159", "1,000,000", "in 2024 and 1999",
+    "😀", "👍🏽 thumbs", "🇫🇷 flag", "日本語のテキスト", "中文字符测试", "한국어", "Ελληνικά", "Привет мир",
+    "naïve café résumé", "Zürich €12", "def f(x):\n    return x**2\n", "for (int i = 0; i < n; ++i) {}",
+    "<html><body>&amp;</body></html>", "a\u00a0b", "tabs\tand\ttabs",
+    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "<|endoftext|>", "text<|im_end|>more",
+    "<|im_start|>", "<repo_name>x<file_sep>y", "   leading spaces", "trailing spaces   ",
+    "mixed 日本 and English 123", "!!!???...", "$$$ 100% @user #tag",
+]
+
+PROMPTS = [
+    ("plain", "The capital of France is", None),
+    ("chat", None, "Write a haiku about the sea."),
+    ("code", "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n", None),
+    ("digits", "Compute: 1234 + 5678 = 6912. Then 98765 - 43210 =", None),
+    ("nonascii", "Voilà une phrase en français : l'été à Zürich coûte 12 €. 日本語も少し。", None),
+    ("story", "Once upon a time, in a small village by the mountains, there lived", None),
+]
+
+
+def main(model_path, out_dir):
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    llm = Llama(model_path=model_path, n_ctx=512, n_threads=2, n_batch=512, verbose=False)
+    n_vocab = llm.n_vocab()
+
+    tok_rows = []
+    for s in TOKENIZER_STRINGS:
+        ids = llm.tokenize(s.encode("utf-8"), add_bos=False, special=True)
+        text = llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
+        tok_rows.append({"text": s, "ids": ids, "decoded": text})
+    (out / "tokenizer.json").write_text(json.dumps(tok_rows, ensure_ascii=False, indent=1))
+
+    template = jinja2.Environment().from_string(llm.metadata["tokenizer.chat_template"])
+    gens = []
+    for name, text, chat_user in PROMPTS:
+        if chat_user is not None:
+            text = template.render(messages=[{"role": "user", "content": chat_user}],
+                                   add_generation_prompt=True, bos_token="", eos_token="")
+        prompt = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        llm.reset()
+        llm.eval(prompt)
+        steps = []
+        for step in range(STEPS):
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
+            if step == 0:
+                logits.astype("<f4").tofile(out / f"logits_{name}.f32")
+            order = np.argsort(-logits, kind="stable")
+            top1, top2 = int(order[0]), int(order[1])
+            steps.append({"token": top1, "runner_up": top2,
+                          "gap": float(logits[top1] - logits[top2])})
+            llm.eval([top1])
+        gens.append({"name": name, "text": text, "chat_user": chat_user,
+                     "prompt_ids": prompt, "steps": steps,
+                     "continuation": llm.detokenize([s["token"] for s in steps], special=True)
+                     .decode("utf-8", errors="replace")})
+        print(name, repr(gens[-1]["continuation"][:80]), file=sys.stderr)
+    meta = {"llama_cpp_python": llama_cpp_version, "model": Path(model_path).name,
+            "n_ctx": 512, "n_threads": 2, "steps": STEPS}
+    (out / "generations.json").write_text(
+        json.dumps({"meta": meta, "prompts": gens}, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
