@@ -8,7 +8,8 @@ Needs llama-cpp-python (it builds llama.cpp; about 10 minutes on 2 cores):
 
 Writes:
   tokenizer.json    strings -> llama.cpp ids (special tokens parsed, no BOS) and decoded text
-  generations.json  per prompt: prompt ids, 64 greedy steps (token, runner-up, top-2 logit gap)
+  generations.json  per prompt: prompt ids, 64 greedy steps (token, runner-up, top-2 logit gap);
+                    and llama.cpp's own top-1 flips under other numerics ("self_noise")
   logits_<name>.f32 the full logits of the first step, little-endian f32
 """
 import json
@@ -80,10 +81,33 @@ def main(model_path, out_dir):
                      "continuation": llm.detokenize([s["token"] for s in steps], special=True)
                      .decode("utf-8", errors="replace")})
         print(name, repr(gens[-1]["continuation"][:80]), file=sys.stderr)
+    # llama.cpp against itself: the same continuations teacher-forced under other numerics
+    # (f32 KV cache; flash attention). Where even these flip the top-1, the gap is noise.
+    noise = []
+    for label, kw in [("f32 KV cache", dict(type_k=0, type_v=0)), ("flash attention", dict(flash_attn=True))]:
+        other = Llama(model_path=model_path, n_ctx=512, n_threads=2, n_batch=512, verbose=False, **kw)
+        flips, confident, first = [], 0, {}
+        for g in gens:
+            other.reset()
+            other.eval(g["prompt_ids"])
+            for i, s in enumerate(g["steps"]):
+                logits = np.ctypeslib.as_array(other._ctx.get_logits(), shape=(n_vocab,))
+                if i == 0:
+                    ref = np.fromfile(out / f"logits_{g['name']}.f32", dtype="<f4")
+                    first[g["name"]] = {"rms": float(np.sqrt(np.mean((logits - ref) ** 2))),
+                                        "max_abs": float(np.abs(logits - ref).max())}
+                if s["gap"] >= 0.1:
+                    confident += 1
+                    if int(np.argmax(logits)) != s["token"]:
+                        flips.append({"prompt": g["name"], "step": i, "gap": s["gap"]})
+                other.eval([s["token"]])
+        noise.append({"variant": label, "confident_steps": confident, "flips": flips,
+                      "first_step_logits": first})
+        print(label, len(flips), "flips of", confident, file=sys.stderr)
     meta = {"llama_cpp_python": llama_cpp_version, "model": Path(model_path).name,
             "n_ctx": 512, "n_threads": 2, "steps": STEPS}
     (out / "generations.json").write_text(
-        json.dumps({"meta": meta, "prompts": gens}, ensure_ascii=False, indent=1))
+        json.dumps({"meta": meta, "self_noise": noise, "prompts": gens}, ensure_ascii=False, indent=1))
 
 
 if __name__ == "__main__":
