@@ -24,7 +24,22 @@ fn main() -> ExitCode {
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("error: internal error{at}: {msg} (please report this)");
     }));
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // clap's message spans lines (the missing arguments, then usage): keep one.
+            let rendered = e.to_string();
+            let message: Vec<&str> = rendered
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("error: {} (see tokscope --help)", message.join(" ").trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
     let result = std::panic::catch_unwind(|| run(cli)).unwrap_or_else(|_| Err(String::new()));
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,169 @@
+//! The `tokscope` binary end to end on tiny synthetic models: output streams, JSON shapes, and
+//! one clear error line (never a panic) for every kind of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokscope_core::gguf::Value;
+use tokscope_core::quant::GgmlType;
+use tokscope_core::synthetic::TinyLlama;
+
+/// A file of its own for each call: tests run in parallel and must not rewrite a model another
+/// test has mapped.
+fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("tokscope-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{}-{name}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn tokscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tokscope")).args(args).output().unwrap()
+}
+
+fn tiny() -> PathBuf {
+    tmp("tiny.gguf", &TinyLlama::default().build())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Fails with exit code 1 and exactly one `error: …` line containing `needle`.
+fn assert_clean_error(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
+    assert!(lines[0].starts_with("error: ") && lines[0].contains(needle), "{stderr}");
+}
+
+#[test]
+fn generate_streams_text_to_stdout_and_timings_to_stderr() {
+    let m = tiny();
+    let out = tokscope(&["generate", "--model", s(&m), "--prompt", "the cat", "--max-tokens", "12", "--ignore-eos"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for key in ["prompt tokens: ", "time to first token: ", "prefill: ", "decode: "] {
+        assert!(stderr.contains(key), "{stderr}");
+    }
+    assert!(stderr.contains("(12 tokens)"), "{stderr}");
+    assert!(!out.stdout.is_empty());
+    // Greedy is deterministic; sampling with a seed is reproducible.
+    let again = tokscope(&["generate", "--model", s(&m), "--prompt", "the cat", "--max-tokens", "12", "--ignore-eos"]);
+    assert_eq!(out.stdout, again.stdout);
+    let sample = |seed: &str| {
+        tokscope(&["generate", "--model", s(&m), "--prompt", "the", "--max-tokens", "16", "--ignore-eos", "--temperature", "20", "--top-k", "0", "--top-p", "1", "--seed", seed]).stdout
+    };
+    assert_eq!(sample("7"), sample("7"));
+    assert_ne!(sample("7"), sample("8"));
+}
+
+#[test]
+fn chat_mode_uses_the_template() {
+    let m = tiny();
+    let out = tokscope(&["generate", "--model", s(&m), "--prompt", "hi", "--chat", "--max-tokens", "3", "--ignore-eos"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" with the specials as single
+    // tokens: 3 + 9 + 8 byte-level pieces ("us" "er" merge) — 20, not the 56 of literal text.
+    assert!(stderr.contains("prompt tokens: 20"), "{stderr}");
+    let raw = tokscope(&["generate", "--model", s(&m), "--prompt", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "--max-tokens", "3", "--ignore-eos"]);
+    assert_eq!(raw.stdout, out.stdout);
+    assert!(String::from_utf8_lossy(&raw.stderr).contains("prompt tokens: 20"));
+}
+
+#[test]
+fn inspect_reports_structure_and_bytes_per_token() {
+    let m = tiny();
+    let out = tokscope(&["inspect", s(&m), "--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["architecture"], "llama");
+    assert_eq!(v["config"]["n_layers"], 2);
+    assert_eq!(v["config"]["n_kv_heads"], 2);
+    assert_eq!(v["quantization"]["Q4_1"]["tensors"], 14);
+    assert_eq!(v["quantization"]["Q4_1"]["bits_per_weight"], 5.0);
+    assert!(v["weight_bytes_per_token"].as_u64().unwrap() > 0);
+    assert_eq!(v["tokenizer"]["model"], "gpt2");
+    let text = tokscope(&["inspect", s(&m)]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("bytes read per decoded token"));
+}
+
+#[test]
+fn inspect_explains_what_cannot_run() {
+    let mut w = TinyLlama::default().writer();
+    w.metadata[0].1 = Value::String("mamba".into());
+    let m = tmp("mamba.gguf", &w.to_bytes());
+    let out = tokscope(&["inspect", s(&m)]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cannot run:    unsupported architecture \"mamba\""));
+}
+
+#[test]
+fn bench_json_has_the_figures() {
+    let m = tiny();
+    let out = tokscope(&["bench", "--model", s(&m), "--tokens", "16", "--prompt-tokens", "8", "--runs", "3", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["decode_tok_s", "prefill_tok_s", "bytes_per_token", "effective_gb_s"] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    assert_eq!(v["decode_tok_s_runs"].as_array().unwrap().len(), 3);
+    assert_eq!(v["backend"], "cpu");
+}
+
+#[test]
+fn bad_inputs_give_one_clear_line() {
+    let good = TinyLlama::default().build();
+    let truncated = tmp("truncated.gguf", &good[..good.len() / 2]);
+    assert_clean_error(&tokscope(&["generate", "--model", s(&truncated), "--prompt", "x"]), "truncated");
+    assert_clean_error(&tokscope(&["inspect", s(&truncated)]), "truncated");
+    let not_gguf = tmp("notes.txt", b"hello, this is not a model");
+    assert_clean_error(&tokscope(&["inspect", s(&not_gguf)]), "not a GGUF file");
+    let empty = tmp("empty.gguf", b"");
+    assert_clean_error(&tokscope(&["inspect", s(&empty)]), "not a GGUF file");
+    assert_clean_error(&tokscope(&["inspect", "/nonexistent/model.gguf"]), "cannot open /nonexistent/model.gguf");
+    let dir = std::env::temp_dir();
+    assert_clean_error(&tokscope(&["inspect", s(&dir)]), "directory");
+
+    let mut w = TinyLlama::default().writer();
+    w.metadata[0].1 = Value::String("mamba".into());
+    let mamba = tmp("mamba2.gguf", &w.to_bytes());
+    assert_clean_error(&tokscope(&["generate", "--model", s(&mamba), "--prompt", "x"]), "unsupported architecture \"mamba\"");
+
+    let q5 = {
+        let mut w = TinyLlama::default().writer();
+        let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.attn_v.weight").unwrap();
+        t.ty = GgmlType::Q5_1;
+        t.data = vec![0; 32 * 2 * 24];
+        tmp("q5.gguf", &w.to_bytes())
+    };
+    assert_clean_error(&tokscope(&["generate", "--model", s(&q5), "--prompt", "x"]), "Q5_1");
+
+    let m = tiny();
+    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--temperature=-1"]), "temperature");
+    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--top-p", "0"]), "top-p");
+    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", ""]), "empty prompt");
+    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", "a long prompt here", "--context", "4"]), "context full");
+    assert_clean_error(&tokscope(&["bench", "--model", s(&m), "--runs", "2"]), "at least 3");
+    assert_clean_error(&tokscope(&["--threads", "0", "inspect", s(&m)]), "threads");
+    // Argument errors are one line too, with exit code 2 as is usual for usage errors.
+    let out = tokscope(&["generate", "--prompt", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--model"), "{stderr}");
+}
+
+#[test]
+fn generation_stops_cleanly_when_the_context_fills() {
+    let m = tiny();
+    let out = tokscope(&["generate", "--model", s(&m), "--prompt", "ab", "--max-tokens", "50", "--context", "8", "--ignore-eos"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopped: context full (8 tokens)"), "{stderr}");
+}

