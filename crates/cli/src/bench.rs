@@ -37,12 +37,19 @@ pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 pub fn run(a: BenchArgs) -> CliResult {
     if a.runs < 3 {
-        return Err(format!("--runs must be at least 3 (a median of {} runs says little)", a.runs));
+        return Err(format!(
+            "--runs must be at least 3 (a median of {} runs says little)",
+            a.runs
+        ));
     }
     if a.tokens < 2 || a.prompt_tokens == 0 {
         return Err("--tokens must be at least 2 and --prompt-tokens at least 1".into());
@@ -55,7 +62,10 @@ pub fn run(a: BenchArgs) -> CliResult {
     let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
     let context = (prompt.len().max(decode_prompt.len() + a.tokens) + 1).min(model.config.context_length);
     if decode_prompt.len() + a.tokens > context {
-        return Err(format!("--tokens {} does not fit the model's context of {}", a.tokens, context));
+        return Err(format!(
+            "--tokens {} does not fit the model's context of {}",
+            a.tokens, context
+        ));
     }
     let mut engine = CpuEngine::new(model.clone(), context).map_err(|e| e.to_string())?;
     let e = |e: tokscope_core::cpu::EngineError| e.to_string();
@@ -104,9 +114,19 @@ pub fn run(a: BenchArgs) -> CliResult {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
     } else {
         println!("backend:          cpu ({} threads)", report.threads);
-        println!("decode:           {:.1} tok/s (median of {} runs of {} tokens)", report.decode_tok_s, a.runs, a.tokens);
-        println!("prefill:          {:.1} tok/s ({} prompt tokens)", report.prefill_tok_s, report.prompt_tokens);
-        println!("bytes per token:  {:.1} MB (weights {:.1} MB + KV cache)", bytes_per_token / 1e6, report.weight_bytes_per_token as f64 / 1e6);
+        println!(
+            "decode:           {:.1} tok/s (median of {} runs of {} tokens)",
+            report.decode_tok_s, a.runs, a.tokens
+        );
+        println!(
+            "prefill:          {:.1} tok/s ({} prompt tokens)",
+            report.prefill_tok_s, report.prompt_tokens
+        );
+        println!(
+            "bytes per token:  {:.1} MB (weights {:.1} MB + KV cache)",
+            bytes_per_token / 1e6,
+            report.weight_bytes_per_token as f64 / 1e6
+        );
         println!("effective:        {:.2} GB/s", report.effective_gb_s);
     }
     Ok(())

@@ -27,7 +27,11 @@ pub fn run(a: GenerateArgs) -> CliResult {
     let max_context = loaded.model.config.context_length;
     let context = a.context.unwrap_or(tokens.len() + a.max_tokens).min(max_context);
     if tokens.len() > context {
-        return Err(EngineError::ContextFull { needed: tokens.len(), capacity: context }.to_string());
+        return Err(EngineError::ContextFull {
+            needed: tokens.len(),
+            capacity: context,
+        }
+        .to_string());
     }
     let mut engine = CpuEngine::new(loaded.model.clone(), context).map_err(|e| e.to_string())?;
 

@@ -125,15 +125,26 @@ fn mb(bytes: u64) -> String {
 fn print_text(r: &Report) {
     println!("file:          {}", r.file);
     println!("gguf version:  {}", r.gguf_version);
-    println!("architecture:  {}{}", r.architecture, r.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default());
+    println!(
+        "architecture:  {}{}",
+        r.architecture,
+        r.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
+    );
     println!("tensors:       {} ({} metadata keys)", r.tensor_count, r.metadata_count);
-    println!("file size:     {} (tensor data {})", mb(r.total_bytes), mb(r.tensor_bytes));
+    println!(
+        "file size:     {} (tensor data {})",
+        mb(r.total_bytes),
+        mb(r.tensor_bytes)
+    );
     if let Some(c) = &r.config {
         println!(
             "layers {}, d_model {}, heads {} / KV heads {} (head dim {}), FFN {}, vocab {}, context {}",
             c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab_size, c.context_length
         );
-        println!("rope base {}, rope dims {}, rms eps {:e}", c.rope_freq_base, c.rope_dim, c.rms_eps);
+        println!(
+            "rope base {}, rope dims {}, rms eps {:e}",
+            c.rope_freq_base, c.rope_dim, c.rms_eps
+        );
     }
     if let Some(p) = r.params {
         println!("parameters:    {:.1} M", p as f64 / 1e6);
@@ -149,8 +160,16 @@ fn print_text(r: &Report) {
         );
     }
     if let (Some(w), Some(kv)) = (r.weight_bytes_per_token, r.kv_bytes_per_token) {
-        let tied = if r.tied_output == Some(true) { ", output head tied to the embedding" } else { "" };
-        println!("bytes read per decoded token: {} of weights{tied} + {} of KV cache per token of context", mb(w), format!("{:.1} KB", kv as f64 / 1e3));
+        let tied = if r.tied_output == Some(true) {
+            ", output head tied to the embedding"
+        } else {
+            ""
+        };
+        println!(
+            "bytes read per decoded token: {} of weights{tied} + {:.1} KB of KV cache per token of context",
+            mb(w),
+            kv as f64 / 1e3
+        );
     }
     if let Some(t) = &r.tokenizer {
         println!(

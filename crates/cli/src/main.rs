@@ -21,7 +21,10 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         eprintln!("error: internal error{at}: {msg} (please report this)");
     }));
     let cli = match args::Cli::try_parse() {
@@ -36,7 +39,10 @@ fn main() -> ExitCode {
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
                 .collect();
-            eprintln!("error: {} (see tokscope --help)", message.join(" ").trim_start_matches("error: "));
+            eprintln!(
+                "error: {} (see tokscope --help)",
+                message.join(" ").trim_start_matches("error: ")
+            );
             return ExitCode::from(2);
         }
     };

@@ -20,7 +20,10 @@ fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn tokscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tokscope")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn tiny() -> PathBuf {
@@ -35,7 +38,10 @@ fn s(p: &Path) -> &str {
 fn assert_clean_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
     assert!(lines[0].starts_with("error: ") && lines[0].contains(needle), "{stderr}");
@@ -44,7 +50,16 @@ fn assert_clean_error(out: &Output, needle: &str) {
 #[test]
 fn generate_streams_text_to_stdout_and_timings_to_stderr() {
     let m = tiny();
-    let out = tokscope(&["generate", "--model", s(&m), "--prompt", "the cat", "--max-tokens", "12", "--ignore-eos"]);
+    let out = tokscope(&[
+        "generate",
+        "--model",
+        s(&m),
+        "--prompt",
+        "the cat",
+        "--max-tokens",
+        "12",
+        "--ignore-eos",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for key in ["prompt tokens: ", "time to first token: ", "prefill: ", "decode: "] {
@@ -53,10 +68,37 @@ fn generate_streams_text_to_stdout_and_timings_to_stderr() {
     assert!(stderr.contains("(12 tokens)"), "{stderr}");
     assert!(!out.stdout.is_empty());
     // Greedy is deterministic; sampling with a seed is reproducible.
-    let again = tokscope(&["generate", "--model", s(&m), "--prompt", "the cat", "--max-tokens", "12", "--ignore-eos"]);
+    let again = tokscope(&[
+        "generate",
+        "--model",
+        s(&m),
+        "--prompt",
+        "the cat",
+        "--max-tokens",
+        "12",
+        "--ignore-eos",
+    ]);
     assert_eq!(out.stdout, again.stdout);
     let sample = |seed: &str| {
-        tokscope(&["generate", "--model", s(&m), "--prompt", "the", "--max-tokens", "16", "--ignore-eos", "--temperature", "20", "--top-k", "0", "--top-p", "1", "--seed", seed]).stdout
+        tokscope(&[
+            "generate",
+            "--model",
+            s(&m),
+            "--prompt",
+            "the",
+            "--max-tokens",
+            "16",
+            "--ignore-eos",
+            "--temperature",
+            "20",
+            "--top-k",
+            "0",
+            "--top-p",
+            "1",
+            "--seed",
+            seed,
+        ])
+        .stdout
     };
     assert_eq!(sample("7"), sample("7"));
     assert_ne!(sample("7"), sample("8"));
@@ -65,13 +107,32 @@ fn generate_streams_text_to_stdout_and_timings_to_stderr() {
 #[test]
 fn chat_mode_uses_the_template() {
     let m = tiny();
-    let out = tokscope(&["generate", "--model", s(&m), "--prompt", "hi", "--chat", "--max-tokens", "3", "--ignore-eos"]);
+    let out = tokscope(&[
+        "generate",
+        "--model",
+        s(&m),
+        "--prompt",
+        "hi",
+        "--chat",
+        "--max-tokens",
+        "3",
+        "--ignore-eos",
+    ]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     // "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" with the specials as single
     // tokens: 3 + 9 + 8 byte-level pieces ("us" "er" merge) — 20, not the 56 of literal text.
     assert!(stderr.contains("prompt tokens: 20"), "{stderr}");
-    let raw = tokscope(&["generate", "--model", s(&m), "--prompt", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "--max-tokens", "3", "--ignore-eos"]);
+    let raw = tokscope(&[
+        "generate",
+        "--model",
+        s(&m),
+        "--prompt",
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+        "--max-tokens",
+        "3",
+        "--ignore-eos",
+    ]);
     assert_eq!(raw.stdout, out.stdout);
     assert!(String::from_utf8_lossy(&raw.stderr).contains("prompt tokens: 20"));
 }
@@ -106,7 +167,18 @@ fn inspect_explains_what_cannot_run() {
 #[test]
 fn bench_json_has_the_figures() {
     let m = tiny();
-    let out = tokscope(&["bench", "--model", s(&m), "--tokens", "16", "--prompt-tokens", "8", "--runs", "3", "--json"]);
+    let out = tokscope(&[
+        "bench",
+        "--model",
+        s(&m),
+        "--tokens",
+        "16",
+        "--prompt-tokens",
+        "8",
+        "--runs",
+        "3",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for key in ["decode_tok_s", "prefill_tok_s", "bytes_per_token", "effective_gb_s"] {
@@ -120,20 +192,29 @@ fn bench_json_has_the_figures() {
 fn bad_inputs_give_one_clear_line() {
     let good = TinyLlama::default().build();
     let truncated = tmp("truncated.gguf", &good[..good.len() / 2]);
-    assert_clean_error(&tokscope(&["generate", "--model", s(&truncated), "--prompt", "x"]), "truncated");
+    assert_clean_error(
+        &tokscope(&["generate", "--model", s(&truncated), "--prompt", "x"]),
+        "truncated",
+    );
     assert_clean_error(&tokscope(&["inspect", s(&truncated)]), "truncated");
     let not_gguf = tmp("notes.txt", b"hello, this is not a model");
     assert_clean_error(&tokscope(&["inspect", s(&not_gguf)]), "not a GGUF file");
     let empty = tmp("empty.gguf", b"");
     assert_clean_error(&tokscope(&["inspect", s(&empty)]), "not a GGUF file");
-    assert_clean_error(&tokscope(&["inspect", "/nonexistent/model.gguf"]), "cannot open /nonexistent/model.gguf");
+    assert_clean_error(
+        &tokscope(&["inspect", "/nonexistent/model.gguf"]),
+        "cannot open /nonexistent/model.gguf",
+    );
     let dir = std::env::temp_dir();
     assert_clean_error(&tokscope(&["inspect", s(&dir)]), "directory");
 
     let mut w = TinyLlama::default().writer();
     w.metadata[0].1 = Value::String("mamba".into());
     let mamba = tmp("mamba2.gguf", &w.to_bytes());
-    assert_clean_error(&tokscope(&["generate", "--model", s(&mamba), "--prompt", "x"]), "unsupported architecture \"mamba\"");
+    assert_clean_error(
+        &tokscope(&["generate", "--model", s(&mamba), "--prompt", "x"]),
+        "unsupported architecture \"mamba\"",
+    );
 
     let q5 = {
         let mut w = TinyLlama::default().writer();
@@ -145,10 +226,30 @@ fn bad_inputs_give_one_clear_line() {
     assert_clean_error(&tokscope(&["generate", "--model", s(&q5), "--prompt", "x"]), "Q5_1");
 
     let m = tiny();
-    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--temperature=-1"]), "temperature");
-    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--top-p", "0"]), "top-p");
-    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", ""]), "empty prompt");
-    assert_clean_error(&tokscope(&["generate", "--model", s(&m), "--prompt", "a long prompt here", "--context", "4"]), "context full");
+    assert_clean_error(
+        &tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--temperature=-1"]),
+        "temperature",
+    );
+    assert_clean_error(
+        &tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--top-p", "0"]),
+        "top-p",
+    );
+    assert_clean_error(
+        &tokscope(&["generate", "--model", s(&m), "--prompt", ""]),
+        "empty prompt",
+    );
+    assert_clean_error(
+        &tokscope(&[
+            "generate",
+            "--model",
+            s(&m),
+            "--prompt",
+            "a long prompt here",
+            "--context",
+            "4",
+        ]),
+        "context full",
+    );
     assert_clean_error(&tokscope(&["bench", "--model", s(&m), "--runs", "2"]), "at least 3");
     assert_clean_error(&tokscope(&["--threads", "0", "inspect", s(&m)]), "threads");
     // Argument errors are one line too, with exit code 2 as is usual for usage errors.
@@ -162,7 +263,18 @@ fn bad_inputs_give_one_clear_line() {
 #[test]
 fn generation_stops_cleanly_when_the_context_fills() {
     let m = tiny();
-    let out = tokscope(&["generate", "--model", s(&m), "--prompt", "ab", "--max-tokens", "50", "--context", "8", "--ignore-eos"]);
+    let out = tokscope(&[
+        "generate",
+        "--model",
+        s(&m),
+        "--prompt",
+        "ab",
+        "--max-tokens",
+        "50",
+        "--context",
+        "8",
+        "--ignore-eos",
+    ]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopped: context full (8 tokens)"), "{stderr}");

@@ -46,7 +46,13 @@ impl ChatTemplate {
         Ok(Self { env })
     }
 
-    pub fn render(&self, messages: &[Message], add_generation_prompt: bool, bos: &str, eos: &str) -> Result<String, ChatError> {
+    pub fn render(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+        bos: &str,
+        eos: &str,
+    ) -> Result<String, ChatError> {
         let tmpl = self.env.get_template("chat").map_err(|e| ChatError(e.to_string()))?;
         tmpl.render(context! {
             messages => messages.iter().map(|m| minijinja::Value::from_pairs([("role", m.role.as_str()), ("content", m.content.as_str())])).collect::<Vec<_>>(),
@@ -74,8 +80,13 @@ mod tests {
     fn llama3_template_renders() {
         let src = "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
         let t = ChatTemplate::new(src).unwrap();
-        let s = t.render(&[Message::user(" Hi ")], true, "<|begin_of_text|>", "<|eot_id|>").unwrap();
-        assert_eq!(s, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+        let s = t
+            .render(&[Message::user(" Hi ")], true, "<|begin_of_text|>", "<|eot_id|>")
+            .unwrap();
+        assert_eq!(
+            s,
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        );
     }
 
     #[test]

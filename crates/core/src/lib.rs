@@ -3,12 +3,12 @@
 //! - [`gguf`]: validated, zero-copy GGUF reader (and a writer for tests and re-encoding).
 //! - [`quant`]: ggml tensor types, block layouts and dot kernels.
 
-pub mod gguf;
-pub mod quant;
-pub mod cpu;
-pub mod model;
-pub mod tokenizer;
 pub mod chat;
-pub mod sampling;
+pub mod cpu;
+pub mod gguf;
+pub mod model;
 pub mod prompt;
+pub mod quant;
+pub mod sampling;
 pub mod synthetic;
+pub mod tokenizer;

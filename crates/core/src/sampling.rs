@@ -107,7 +107,8 @@ impl Sampler {
         let max = c[0].0 as f64;
         let t = p.temperature as f64;
         self.probs.clear();
-        self.probs.extend(c.iter().map(|(l, _)| libm::exp((*l as f64 - max) / t)));
+        self.probs
+            .extend(c.iter().map(|(l, _)| libm::exp((*l as f64 - max) / t)));
         let total: f64 = self.probs.iter().sum();
         // Nucleus: the shortest prefix whose mass reaches top_p (at least one token).
         let mut keep = self.probs.len();
@@ -140,7 +141,12 @@ mod tests {
     use super::*;
 
     fn params(temperature: f32, top_k: usize, top_p: f32, seed: u64) -> SamplingParams {
-        SamplingParams { temperature, top_k, top_p, seed }
+        SamplingParams {
+            temperature,
+            top_k,
+            top_p,
+            seed,
+        }
     }
 
     #[test]

@@ -89,7 +89,12 @@ impl TinyLlama {
     pub fn writer(&self) -> GgufWriter {
         let mut rng = Rng(self.seed);
         let head_dim = self.d_model / self.n_heads;
-        let (d, kv, ffn, vocab_n) = (self.d_model, self.n_kv_heads * head_dim, self.ffn_dim, self.vocab_size());
+        let (d, kv, ffn, vocab_n) = (
+            self.d_model,
+            self.n_kv_heads * head_dim,
+            self.ffn_dim,
+            self.vocab_size(),
+        );
         let mut w = GgufWriter::new();
         let s = |x: &str| Value::String(x.into());
         let u = |x: usize| Value::U32(x as u32);
@@ -111,20 +116,30 @@ impl TinyLlama {
                 "tokenizer.ggml.token_type",
                 Value::Array(
                     ValueType::I32,
-                    (0..vocab_n).map(|i| Value::I32(if i < SPECIAL_TOKENS.len() { 3 } else { 1 })).collect(),
+                    (0..vocab_n)
+                        .map(|i| Value::I32(if i < SPECIAL_TOKENS.len() { 3 } else { 1 }))
+                        .collect(),
                 ),
             )
-            .meta("tokenizer.ggml.merges", strings(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect()))
+            .meta(
+                "tokenizer.ggml.merges",
+                strings(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect()),
+            )
             .meta("tokenizer.ggml.bos_token_id", u(1))
             .meta("tokenizer.ggml.eos_token_id", u(2))
             .meta("tokenizer.ggml.add_bos_token", Value::Bool(false))
             .meta("tokenizer.chat_template", s(crate::chat::CHATML_TEMPLATE));
-        let mut tensor = |w: &mut GgufWriter, name: &str, rows: usize, cols: usize, ty: GgmlType, scale: f32, offset: f32| {
-            let data: Vec<f32> = (0..rows * cols).map(|_| offset + scale * rng.next_f32()).collect();
-            let bytes = quantize_row(ty, &data).expect("test types are supported");
-            let dims: Vec<u64> = if rows == 1 { vec![cols as u64] } else { vec![cols as u64, rows as u64] };
-            w.tensor(name, &dims, ty, bytes);
-        };
+        let mut tensor =
+            |w: &mut GgufWriter, name: &str, rows: usize, cols: usize, ty: GgmlType, scale: f32, offset: f32| {
+                let data: Vec<f32> = (0..rows * cols).map(|_| offset + scale * rng.next_f32()).collect();
+                let bytes = quantize_row(ty, &data).expect("test types are supported");
+                let dims: Vec<u64> = if rows == 1 {
+                    vec![cols as u64]
+                } else {
+                    vec![cols as u64, rows as u64]
+                };
+                w.tensor(name, &dims, ty, bytes);
+            };
         let mat_scale = 1.0 / (d as f32).sqrt();
         tensor(&mut w, "token_embd.weight", vocab_n, d, self.embd_type, 1.0, 0.0);
         for i in 0..self.n_layers {
@@ -142,7 +157,15 @@ impl TinyLlama {
         }
         tensor(&mut w, "output_norm.weight", 1, d, GgmlType::F32, 0.2, 1.0);
         if !self.tied_output {
-            tensor(&mut w, "output.weight", vocab_n, d, self.weight_type, mat_scale * 4.0, 0.0);
+            tensor(
+                &mut w,
+                "output.weight",
+                vocab_n,
+                d,
+                self.weight_type,
+                mat_scale * 4.0,
+                0.0,
+            );
         }
         w
     }

@@ -22,7 +22,8 @@ const TOKEN_TYPE_USER_DEFINED: i64 = 4;
 /// Llama 3's pre-tokenizer split (llama.cpp `LLAMA_VOCAB_PRE_TYPE_LLAMA3`).
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen2's (llama.cpp `LLAMA_VOCAB_PRE_TYPE_QWEN2`): like Llama 3's but one digit at a time.
-const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_SPLIT: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 #[derive(Debug, Error)]
 pub enum TokenizerError {
@@ -68,18 +69,28 @@ impl Tokenizer {
         let merges = g.get_str_array("tokenizer.ggml.merges")?;
         let types = g.opt_int_array("tokenizer.ggml.token_type")?;
 
-        let vocab: Vocab = tokens.iter().enumerate().map(|(i, t)| (t.to_string(), i as u32)).collect();
+        let vocab: Vocab = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.to_string(), i as u32))
+            .collect();
         let merges = merges
             .iter()
             .enumerate()
             .map(|(index, m)| {
                 m.split_once(' ')
                     .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| TokenizerError::BadMerge { index, merge: m.to_string() })
+                    .ok_or_else(|| TokenizerError::BadMerge {
+                        index,
+                        merge: m.to_string(),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let n_merges = merges.len();
-        let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(lib_err)?;
+        let bpe = BPE::builder()
+            .vocab_and_merges(vocab, merges)
+            .build()
+            .map_err(lib_err)?;
         let mut inner = tokenizers::Tokenizer::new(bpe);
         inner.with_pre_tokenizer(Some(pre_tokenizer(&pre)?));
         inner.with_decoder(Some(ByteLevelDecoder::default()));
@@ -98,14 +109,23 @@ impl Tokenizer {
         };
         let bos = id("tokenizer.ggml.bos_token_id")?;
         let eos = id("tokenizer.ggml.eos_token_id")?;
-        let mut stop: HashSet<u32> = [eos, id("tokenizer.ggml.eot_token_id")?, id("tokenizer.ggml.eom_token_id")?]
-            .into_iter()
-            .flatten()
-            .collect();
+        let mut stop: HashSet<u32> = [
+            eos,
+            id("tokenizer.ggml.eot_token_id")?,
+            id("tokenizer.ggml.eom_token_id")?,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         // llama.cpp also stops on control tokens it recognises as end-of-turn by name.
         for (i, t) in tokens.iter().enumerate() {
             let is_control = types.as_ref().is_some_and(|ty| ty.get(i) == Some(&TOKEN_TYPE_CONTROL));
-            if is_control && matches!(*t, "<|im_end|>" | "<|eot_id|>" | "<|end_of_text|>" | "<|endoftext|>" | "<end_of_turn>" | "<|end|>") {
+            if is_control
+                && matches!(
+                    *t,
+                    "<|im_end|>" | "<|eot_id|>" | "<|end_of_text|>" | "<|endoftext|>" | "<end_of_turn>" | "<|end|>"
+                )
+            {
                 stop.insert(i as u32);
             }
         }
@@ -179,14 +199,21 @@ impl TextStream<'_> {
 fn pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper, TokenizerError> {
     let byte_level = ByteLevel::default().add_prefix_space(false);
     let split = |pattern: &str| -> Result<PreTokenizerWrapper, TokenizerError> {
-        let split = Split::new(SplitPattern::Regex(pattern.into()), SplitDelimiterBehavior::Isolated, false).map_err(lib_err)?;
+        let split = Split::new(
+            SplitPattern::Regex(pattern.into()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )
+        .map_err(lib_err)?;
         Ok(Sequence::new(vec![split.into(), byte_level.use_regex(false).into()]).into())
     };
     match pre {
         // GPT-2's regex, inside ByteLevel.
         "default" | "gpt2" | "gpt-2" => Ok(byte_level.into()),
         // llama.cpp: "\p{N}" first, then GPT-2's regex: every digit is its own piece.
-        "smollm" | "starcoder" | "refact" | "codeshell" => Ok(Sequence::new(vec![Digits::new(true).into(), byte_level.into()]).into()),
+        "smollm" | "starcoder" | "refact" | "codeshell" => {
+            Ok(Sequence::new(vec![Digits::new(true).into(), byte_level.into()]).into())
+        }
         "llama-bpe" | "llama3" | "llama-v3" | "smaug-bpe" => split(LLAMA3_SPLIT),
         "qwen2" | "deepseek-r1-qwen" => split(QWEN2_SPLIT),
         other => Err(TokenizerError::UnsupportedPre(other.to_string())),

@@ -34,7 +34,8 @@ fn fixtures() -> PathBuf {
 
 fn model() -> Arc<Model<Vec<u8>>> {
     let path = root().join("public/models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask fetch-model` first", path.display()));
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask fetch-model` first", path.display()));
     Arc::new(Model::load(bytes).unwrap())
 }
 
@@ -94,7 +95,8 @@ fn generations() -> Generations {
 fn tokenizer_matches_llamacpp_ids_and_text() {
     let m = model();
     let tok = Tokenizer::from_gguf(&m.gguf).unwrap();
-    let cases: Vec<TokCase> = serde_json::from_str(&std::fs::read_to_string(fixtures().join("tokenizer.json")).unwrap()).unwrap();
+    let cases: Vec<TokCase> =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("tokenizer.json")).unwrap()).unwrap();
     assert!(cases.len() >= 30);
     let mut failures = vec![];
     for c in &cases {
@@ -108,7 +110,13 @@ fn tokenizer_matches_llamacpp_ids_and_text() {
             failures.push(format!("decode {:?}: ours {:?} llama.cpp {:?}", c.ids, text, c.decoded));
         }
     }
-    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -118,7 +126,12 @@ fn prompts_tokenize_and_chat_template_renders_like_llamacpp() {
     let template = ChatTemplate::new(m.gguf.get_str("tokenizer.chat_template").unwrap()).unwrap();
     for p in generations().prompts {
         if let Some(user) = &p.chat_user {
-            assert_eq!(template.render(&[Message::user(user)], true, "", "").unwrap(), p.text, "{}", p.name);
+            assert_eq!(
+                template.render(&[Message::user(user)], true, "", "").unwrap(),
+                p.text,
+                "{}",
+                p.name
+            );
         }
         assert_eq!(tok.encode(&p.text).unwrap(), p.prompt_ids, "{}", p.name);
     }
@@ -140,7 +153,13 @@ fn teacher_forced_top1_agrees_as_often_as_llamacpp_with_itself() {
             if s.gap >= GAP {
                 confident += 1;
                 if ours != s.token {
-                    flips.push((s.gap, format!("{} step {i}: ours {ours}, llama.cpp {} (gap {:.3}, runner-up {})", p.name, s.token, s.gap, s.runner_up)));
+                    flips.push((
+                        s.gap,
+                        format!(
+                            "{} step {i}: ours {ours}, llama.cpp {} (gap {:.3}, runner-up {})",
+                            p.name, s.token, s.gap, s.runner_up
+                        ),
+                    ));
                 }
             }
             logits = engine.decode(s.token).unwrap().to_vec();
@@ -148,16 +167,39 @@ fn teacher_forced_top1_agrees_as_often_as_llamacpp_with_itself() {
         report.push(format!("{}: top-1 agrees at {agree}/{} steps", p.name, p.steps.len()));
     }
     println!("{}", report.join("\n"));
-    println!("ours: {} flips of {confident} steps with gap ≥ {GAP}: {:?}", flips.len(), flips.iter().map(|f| &f.1).collect::<Vec<_>>());
+    println!(
+        "ours: {} flips of {confident} steps with gap ≥ {GAP}: {:?}",
+        flips.len(),
+        flips.iter().map(|f| &f.1).collect::<Vec<_>>()
+    );
     for n in &g.self_noise {
-        println!("llama.cpp with {}: {} flips of {}", n.variant, n.flips.len(), n.confident_steps);
+        println!(
+            "llama.cpp with {}: {} flips of {}",
+            n.variant,
+            n.flips.len(),
+            n.confident_steps
+        );
     }
     let self_flips = g.self_noise.iter().map(|n| n.flips.len()).max().unwrap();
-    let largest_self_flip = g.self_noise.iter().flat_map(|n| n.flips.iter().map(|f| f.gap)).fold(0f32, f32::max);
-    assert!(largest_self_flip < NOISE_GAP, "fixtures: llama.cpp flips itself at gap {largest_self_flip}");
-    assert!(flips.len() <= self_flips, "{} flips at gap ≥ {GAP}, llama.cpp's own variants make at most {self_flips}", flips.len());
+    let largest_self_flip = g
+        .self_noise
+        .iter()
+        .flat_map(|n| n.flips.iter().map(|f| f.gap))
+        .fold(0f32, f32::max);
+    assert!(
+        largest_self_flip < NOISE_GAP,
+        "fixtures: llama.cpp flips itself at gap {largest_self_flip}"
+    );
+    assert!(
+        flips.len() <= self_flips,
+        "{} flips at gap ≥ {GAP}, llama.cpp's own variants make at most {self_flips}",
+        flips.len()
+    );
     let confident_flips: Vec<_> = flips.iter().filter(|f| f.0 >= NOISE_GAP).map(|f| &f.1).collect();
-    assert!(confident_flips.is_empty(), "flips where llama.cpp is sure: {confident_flips:?}");
+    assert!(
+        confident_flips.is_empty(),
+        "flips where llama.cpp is sure: {confident_flips:?}"
+    );
 }
 
 #[test]
@@ -173,14 +215,22 @@ fn free_running_greedy_matches_until_the_first_close_call() {
                 strict = Some(matched);
             }
             if next != s.token {
-                assert!(s.gap < NOISE_GAP, "{}: greedy output differs at step {matched} where llama.cpp's gap is {:.3}", p.name, s.gap);
+                assert!(
+                    s.gap < NOISE_GAP,
+                    "{}: greedy output differs at step {matched} where llama.cpp's gap is {:.3}",
+                    p.name,
+                    s.gap
+                );
                 break;
             }
             matched += 1;
             next = argmax(engine.decode(next).unwrap());
         }
         let strict = strict.unwrap_or(matched);
-        println!("{}: identical for {matched} tokens (first gap < {GAP} at step {strict})", p.name);
+        println!(
+            "{}: identical for {matched} tokens (first gap < {GAP} at step {strict})",
+            p.name
+        );
     }
 }
 
@@ -191,21 +241,43 @@ fn first_step_logits_are_close_to_llamacpp() {
     let diffs = || g.self_noise.iter().flat_map(|n| n.first_step_logits.values());
     let self_rms = diffs().map(|d| d.rms).fold(0.0, f64::max);
     let self_max = diffs().map(|d| d.max_abs).fold(0.0, f32::max);
-    println!("llama.cpp against itself (f32 KV, flash attention): RMS up to {self_rms:.4}, max-abs up to {self_max:.4}");
+    println!(
+        "llama.cpp against itself (f32 KV, flash attention): RMS up to {self_rms:.4}, max-abs up to {self_max:.4}"
+    );
     let mut engine = CpuEngine::new(m, 512).unwrap();
     for p in &g.prompts {
         let raw = std::fs::read(fixtures().join(format!("logits_{}.f32", p.name))).unwrap();
-        let theirs: Vec<f32> = raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let theirs: Vec<f32> = raw
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
         engine.reset();
         let ours = engine.prefill(&p.prompt_ids).unwrap();
         assert_eq!(ours.len(), theirs.len());
         let n = ours.len() as f64;
-        let max_abs = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-        let rms = (ours.iter().zip(&theirs).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>() / n).sqrt();
+        let max_abs = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        let rms = (ours
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| ((a - b) as f64).powi(2))
+            .sum::<f64>()
+            / n)
+            .sqrt();
         let spread = theirs.iter().fold(f32::MIN, |a, &b| a.max(b)) - theirs.iter().fold(f32::MAX, |a, &b| a.min(b));
-        println!("{}: max-abs {max_abs:.4}, RMS {rms:.4} (logit range {spread:.1})", p.name);
+        println!(
+            "{}: max-abs {max_abs:.4}, RMS {rms:.4} (logit range {spread:.1})",
+            p.name
+        );
         // 8-bit activations make this model sensitive to rounding: we ask to be no further from
         // llama.cpp than its own numerics variants are.
-        assert!(rms <= self_rms && max_abs <= self_max, "{}: max-abs {max_abs}, RMS {rms}", p.name);
+        assert!(
+            rms <= self_rms && max_abs <= self_max,
+            "{}: max-abs {max_abs}, RMS {rms}",
+            p.name
+        );
     }
 }

@@ -22,7 +22,9 @@ impl Naive {
 
     fn matvec(&self, name: &str, x: &[f32]) -> Vec<f32> {
         let (w, cols) = self.w(name);
-        w.chunks(cols).map(|r| r.iter().zip(x).map(|(a, b)| a * b).sum()).collect()
+        w.chunks(cols)
+            .map(|r| r.iter().zip(x).map(|(a, b)| a * b).sum())
+            .collect()
     }
 
     fn rms(&self, name: &str, x: &[f32]) -> Vec<f32> {
@@ -69,7 +71,13 @@ impl Naive {
                     let qh = &q[head * hd..(head + 1) * hd];
                     let scores: Vec<f32> = ks[l]
                         .iter()
-                        .map(|k| qh.iter().zip(&k[kvh * hd..(kvh + 1) * hd]).map(|(a, b)| a * b).sum::<f32>() / (hd as f32).sqrt())
+                        .map(|k| {
+                            qh.iter()
+                                .zip(&k[kvh * hd..(kvh + 1) * hd])
+                                .map(|(a, b)| a * b)
+                                .sum::<f32>()
+                                / (hd as f32).sqrt()
+                        })
                         .collect();
                     let max = scores.iter().cloned().fold(f32::MIN, f32::max);
                     let e: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
@@ -90,7 +98,11 @@ impl Naive {
                 x.iter_mut().zip(&dn).for_each(|(a, b)| *a += b);
             }
             let h = self.rms("output_norm.weight", &x);
-            let head = if self.m.gguf.tensor("output.weight").is_some() { "output.weight" } else { "token_embd.weight" };
+            let head = if self.m.gguf.tensor("output.weight").is_some() {
+                "output.weight"
+            } else {
+                "token_embd.weight"
+            };
             all.push(self.matvec(head, &h));
         }
         all
@@ -122,14 +134,26 @@ fn engine_matches_naive_forward_for_every_weight_type() {
         (GgmlType::Q4_1, 0.03),
     ] {
         for tied in [true, false] {
-            let spec = TinyLlama { weight_type: ty, embd_type: if tied { ty } else { GgmlType::Q8_0 }, tied_output: tied, ..Default::default() };
-            let naive = Naive { m: Model::load(spec.build()).unwrap() }.run(&TOKENS);
+            let spec = TinyLlama {
+                weight_type: ty,
+                embd_type: if tied { ty } else { GgmlType::Q8_0 },
+                tied_output: tied,
+                ..Default::default()
+            };
+            let naive = Naive {
+                m: Model::load(spec.build()).unwrap(),
+            }
+            .run(&TOKENS);
             let mut e = engine(&spec, 64);
             for (i, &t) in TOKENS.iter().enumerate() {
                 let got = e.decode(t).unwrap();
                 let diff = max_abs_diff(got, &naive[i]);
                 // Quantized types see 8-bit activations (as ggml's CPU path does); floats are exact.
-                assert!(diff <= rel_tol * scale(&naive[i]).max(1.0), "{ty} tied={tied} step {i}: max diff {diff}, scale {}", scale(&naive[i]));
+                assert!(
+                    diff <= rel_tol * scale(&naive[i]).max(1.0),
+                    "{ty} tied={tied} step {i}: max diff {diff}, scale {}",
+                    scale(&naive[i])
+                );
             }
         }
     }
@@ -146,7 +170,11 @@ fn batched_prefill_equals_token_by_token_decode() {
     for &t in &long {
         stepped = b.decode(t).unwrap().to_vec();
     }
-    assert!(max_abs_diff(&batched, &stepped) < 1e-4, "{}", max_abs_diff(&batched, &stepped));
+    assert!(
+        max_abs_diff(&batched, &stepped) < 1e-4,
+        "{}",
+        max_abs_diff(&batched, &stepped)
+    );
     // And decoding continues identically from either.
     let x = a.decode(5).unwrap().to_vec();
     let y = b.decode(5).unwrap().to_vec();
@@ -167,13 +195,19 @@ fn reset_reproduces_the_same_logits() {
 fn context_full_and_bad_tokens_are_errors() {
     let spec = TinyLlama::default();
     let mut e = engine(&spec, 4);
-    assert_eq!(e.prefill(&[1, 2, 3, 4, 5]).unwrap_err(), EngineError::ContextFull { needed: 5, capacity: 4 });
+    assert_eq!(
+        e.prefill(&[1, 2, 3, 4, 5]).unwrap_err(),
+        EngineError::ContextFull { needed: 5, capacity: 4 }
+    );
     e.prefill(&[1, 2, 3]).unwrap();
     e.decode(4).unwrap();
     let err = e.decode(5).unwrap_err();
     assert!(err.to_string().contains("context full"), "{err}");
     e.reset();
-    assert!(matches!(e.decode(9999), Err(EngineError::TokenOutOfRange { token: 9999, .. })));
+    assert!(matches!(
+        e.decode(9999),
+        Err(EngineError::TokenOutOfRange { token: 9999, .. })
+    ));
     assert_eq!(e.prefill(&[]).unwrap_err(), EngineError::EmptyPrompt);
 }
 
@@ -190,25 +224,44 @@ fn unsupported_architecture_type_and_shapes_are_named() {
     t.dims = vec![256, 16];
     t.data = vec![0; 16 * 144];
     let e = Model::load(w.to_bytes()).err().unwrap();
-    assert!(matches!(&e, ModelError::ShapeMismatch { tensor, .. } if tensor == "blk.1.attn_q.weight"), "{e}");
+    assert!(
+        matches!(&e, ModelError::ShapeMismatch { tensor, .. } if tensor == "blk.1.attn_q.weight"),
+        "{e}"
+    );
 
     let mut w = TinyLlama::default().writer();
     let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.ffn_up.weight").unwrap();
     t.ty = GgmlType::Q5_0;
     t.data = vec![0; 96 * 2 * 22];
     let e = Model::load(w.to_bytes()).err().unwrap();
-    assert_eq!(e, ModelError::UnsupportedType { tensor: "blk.0.ffn_up.weight".into(), ty: GgmlType::Q5_0 });
+    assert_eq!(
+        e,
+        ModelError::UnsupportedType {
+            tensor: "blk.0.ffn_up.weight".into(),
+            ty: GgmlType::Q5_0
+        }
+    );
     assert!(e.to_string().contains("Q5_0"));
 
     let mut w = TinyLlama::default().writer();
     w.tensors.retain(|t| t.name != "blk.1.ffn_down.weight");
     let e = Model::load(w.to_bytes()).err().unwrap();
-    assert_eq!(e, ModelError::Gguf(GgufError::MissingTensor { name: "blk.1.ffn_down.weight".into() }));
+    assert_eq!(
+        e,
+        ModelError::Gguf(GgufError::MissingTensor {
+            name: "blk.1.ffn_down.weight".into()
+        })
+    );
 
     let mut w = TinyLlama::default().writer();
     w.metadata.retain(|(k, _)| k != "llama.embedding_length");
     let e = Model::load(w.to_bytes()).err().unwrap();
-    assert_eq!(e, ModelError::Gguf(GgufError::MissingKey { key: "llama.embedding_length".into() }));
+    assert_eq!(
+        e,
+        ModelError::Gguf(GgufError::MissingKey {
+            key: "llama.embedding_length".into()
+        })
+    );
 
     let mut w = TinyLlama::default().writer();
     for (k, v) in w.metadata.iter_mut() {
@@ -225,7 +278,17 @@ fn bytes_per_token_counts_weights_once_and_kv_per_position() {
     let spec = TinyLlama::default();
     let m = Model::load(spec.build()).unwrap();
     let d = &m.desc;
-    let layers: u64 = d.layers.iter().map(|l| l.matrices().iter().chain(l.norms().iter()).map(|w| w.n_bytes()).sum::<u64>()).sum();
+    let layers: u64 = d
+        .layers
+        .iter()
+        .map(|l| {
+            l.matrices()
+                .iter()
+                .chain(l.norms().iter())
+                .map(|w| w.n_bytes())
+                .sum::<u64>()
+        })
+        .sum();
     // Tied: the whole embedding is read as the head, plus one embedding row.
     let expected = layers + d.output_norm.n_bytes() + d.token_embd.n_bytes() + d.token_embd.row_bytes() as u64;
     assert_eq!(d.weight_bytes_per_token(), expected);

@@ -55,7 +55,11 @@ mod tests {
     /// Against the textbook two-pass softmax attention, with GQA (4 heads share 2 KV heads).
     #[test]
     fn matches_two_pass_reference() {
-        let s = AttentionShape { n_heads: 4, n_kv_heads: 2, head_dim: 8 };
+        let s = AttentionShape {
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 8,
+        };
         let (n, pos0) = (3, 5);
         let len = pos0 + n;
         let f = |i: usize, m: usize| ((i * m % 23) as f32 / 11.0) - 1.0;
@@ -69,11 +73,21 @@ mod tests {
                 let kvh = h / 2;
                 let qh = &q[(t * 4 + h) * 8..][..8];
                 let mut scores: Vec<f32> = (0..=pos0 + t)
-                    .map(|j| qh.iter().zip(&k[j * 16 + kvh * 8..][..8]).map(|(a, b)| a * b).sum::<f32>() / 8f32.sqrt())
+                    .map(|j| {
+                        qh.iter()
+                            .zip(&k[j * 16 + kvh * 8..][..8])
+                            .map(|(a, b)| a * b)
+                            .sum::<f32>()
+                            / 8f32.sqrt()
+                    })
                     .collect();
                 softmax(&mut scores);
                 for d in 0..8 {
-                    let expect: f32 = scores.iter().enumerate().map(|(j, p)| p * v[j * 16 + kvh * 8 + d]).sum();
+                    let expect: f32 = scores
+                        .iter()
+                        .enumerate()
+                        .map(|(j, p)| p * v[j * 16 + kvh * 8 + d])
+                        .sum();
                     let got = out[(t * 4 + h) * 8 + d];
                     assert!((got - expect).abs() < 1e-5, "t{t} h{h} d{d}: {got} vs {expect}");
                 }

@@ -19,7 +19,9 @@ pub const PREFILL_CHUNK: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum EngineError {
-    #[error("context full: {needed} tokens needed, the context holds {capacity} (start a new conversation or raise --context)")]
+    #[error(
+        "context full: {needed} tokens needed, the context holds {capacity} (start a new conversation or raise --context)"
+    )]
     ContextFull { needed: usize, capacity: usize },
     #[error("token id {token} is outside the vocabulary (0..{vocab})")]
     TokenOutOfRange { token: u32, vocab: usize },

@@ -79,9 +79,6 @@ impl<'a> Cursor<'a> {
         let len = self.count(1, "bytes", field)?;
         let offset = self.offset();
         let bytes = self.take(len, field)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| GgufError::InvalidUtf8 {
-            field: field(),
-            offset,
-        })
+        String::from_utf8(bytes.to_vec()).map_err(|_| GgufError::InvalidUtf8 { field: field(), offset })
     }
 }

@@ -11,9 +11,7 @@ pub enum GgufError {
     BigEndian { raw: u32 },
     #[error("unsupported GGUF version {version} (field at offset 4); tokscope reads versions 2 and 3")]
     UnsupportedVersion { version: u32 },
-    #[error(
-        "file truncated: reading {field} at byte offset {offset} needs {needed} bytes, only {available} left"
-    )]
+    #[error("file truncated: reading {field} at byte offset {offset} needs {needed} bytes, only {available} left")]
     Truncated {
         field: String,
         offset: u64,
@@ -43,20 +41,10 @@ pub enum GgufError {
     #[error("tensor {name:?} (info at byte offset {offset}) has unknown tensor type id {ty}")]
     UnknownTensorType { name: String, offset: u64, ty: u32 },
     #[error("tensor {name:?} (info at byte offset {offset}) has {n_dims} dimensions; GGUF allows 1 to 4")]
-    BadDimCount {
-        name: String,
-        offset: u64,
-        n_dims: u32,
-    },
+    BadDimCount { name: String, offset: u64, n_dims: u32 },
     #[error("tensor {name:?} (info at byte offset {offset}) has a zero or overflowing dimension {dims:?}")]
-    BadDims {
-        name: String,
-        offset: u64,
-        dims: Vec<u64>,
-    },
-    #[error(
-        "tensor {name:?}: first dimension {ne0} is not a multiple of {ty}'s block size {block_size}"
-    )]
+    BadDims { name: String, offset: u64, dims: Vec<u64> },
+    #[error("tensor {name:?}: first dimension {ne0} is not a multiple of {ty}'s block size {block_size}")]
     BlockMismatch {
         name: String,
         ty: &'static str,
@@ -64,11 +52,7 @@ pub enum GgufError {
         block_size: u64,
     },
     #[error("tensor {name:?}: data offset {offset} is not a multiple of the alignment {alignment}")]
-    Misaligned {
-        name: String,
-        offset: u64,
-        alignment: u64,
-    },
+    Misaligned { name: String, offset: u64, alignment: u64 },
     #[error(
         "tensor {name:?}: data spans bytes {start}..{end} of the file, but the file has only {file_len} bytes (truncated download?)"
     )]

@@ -107,9 +107,8 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     }
 
     pub fn require_tensor(&self, name: &str) -> Result<&TensorInfo, GgufError> {
-        self.tensor(name).ok_or_else(|| GgufError::MissingTensor {
-            name: name.to_string(),
-        })
+        self.tensor(name)
+            .ok_or_else(|| GgufError::MissingTensor { name: name.to_string() })
     }
 
     /// The bytes of one tensor, borrowed from the file buffer.
@@ -118,9 +117,8 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     }
 
     fn require(&self, key: &str) -> Result<&Value, GgufError> {
-        self.get(key).ok_or_else(|| GgufError::MissingKey {
-            key: key.to_string(),
-        })
+        self.get(key)
+            .ok_or_else(|| GgufError::MissingKey { key: key.to_string() })
     }
 
     fn wrong_type(&self, key: &str, value: &Value, expected: &'static str) -> GgufError {
@@ -165,9 +163,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
 
     pub fn get_str(&self, key: &str) -> Result<&str, GgufError> {
         let value = self.require(key)?;
-        value
-            .as_str()
-            .ok_or_else(|| self.wrong_type(key, value, "a string"))
+        value.as_str().ok_or_else(|| self.wrong_type(key, value, "a string"))
     }
 
     pub fn opt_str(&self, key: &str) -> Result<Option<&str>, GgufError> {
@@ -189,9 +185,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
 
     pub fn get_array(&self, key: &str) -> Result<&[Value], GgufError> {
         let value = self.require(key)?;
-        value
-            .as_array()
-            .ok_or_else(|| self.wrong_type(key, value, "an array"))
+        value.as_array().ok_or_else(|| self.wrong_type(key, value, "an array"))
     }
 
     /// A required array of strings, borrowed.
@@ -262,9 +256,7 @@ fn parse_header(bytes: &[u8]) -> Result<Header, GgufError> {
         found: bytes[..bytes.len().min(4)].to_vec(),
     })?;
     if magic != MAGIC {
-        return Err(GgufError::BadMagic {
-            found: magic.to_vec(),
-        });
+        return Err(GgufError::BadMagic { found: magic.to_vec() });
     }
     let version = c.u32(&|| "version".into())?;
     if version.swap_bytes() == 2 || version.swap_bytes() == 3 {

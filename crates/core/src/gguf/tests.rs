@@ -23,7 +23,10 @@ fn sample() -> GgufWriter {
             Value::Array(
                 ValueType::Array,
                 vec![
-                    Value::Array(ValueType::String, vec![Value::String("a".into()), Value::String("ü".into())]),
+                    Value::Array(
+                        ValueType::String,
+                        vec![Value::String("a".into()), Value::String("ü".into())],
+                    ),
                     Value::Array(ValueType::I32, vec![Value::I32(1), Value::I32(-2)]),
                 ],
             ),
@@ -119,10 +122,16 @@ fn truncated_message_names_field_and_offset() {
     let bytes = sample().to_bytes();
     let e = err(&bytes[..240]);
     let msg = e.to_string();
-    assert!(matches!(e, GgufError::Truncated { .. } | GgufError::CountTooLarge { .. }), "{msg}");
+    assert!(
+        matches!(e, GgufError::Truncated { .. } | GgufError::CountTooLarge { .. }),
+        "{msg}"
+    );
     assert!(msg.contains("metadata key") && msg.contains("offset"), "{msg}");
     let e = err(&bytes[..bytes.len() - 1]);
-    assert!(e.to_string().contains("\"c\"") && e.to_string().contains("truncated"), "{e}");
+    assert!(
+        e.to_string().contains("\"c\"") && e.to_string().contains("truncated"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -159,7 +168,14 @@ fn unknown_value_type_and_bad_bool_and_utf8() {
     let mut bytes = w.to_bytes();
     // key "k" → value type at 24 + 8 + 1 = 33.
     bytes[33..37].copy_from_slice(&99u32.to_le_bytes());
-    assert_eq!(err(&bytes), GgufError::UnknownValueType { key: "k".into(), offset: 33, ty: 99 });
+    assert_eq!(
+        err(&bytes),
+        GgufError::UnknownValueType {
+            key: "k".into(),
+            offset: 33,
+            ty: 99
+        }
+    );
 
     let mut w = GgufWriter::new();
     w.meta("k", Value::Bool(true));
@@ -191,7 +207,8 @@ fn duplicate_keys_and_tensors() {
     w.meta("k", Value::U8(1)).meta("k", Value::U8(2));
     assert!(matches!(err(&w.to_bytes()), GgufError::DuplicateKey { .. }));
     let mut w = GgufWriter::new();
-    w.tensor("t", &[4], GgmlType::F32, vec![0; 16]).tensor("t", &[4], GgmlType::F32, vec![0; 16]);
+    w.tensor("t", &[4], GgmlType::F32, vec![0; 16])
+        .tensor("t", &[4], GgmlType::F32, vec![0; 16]);
     assert!(matches!(err(&w.to_bytes()), GgufError::DuplicateTensor { .. }));
 }
 
@@ -218,7 +235,14 @@ fn unknown_tensor_type() {
     let ty_at = at + 4 + 8;
     bytes[ty_at..ty_at + 4].copy_from_slice(&4u32.to_le_bytes()); // Q4_2, removed from ggml
     let e = err(&bytes);
-    assert_eq!(e, GgufError::UnknownTensorType { name: "a".into(), offset: ty_at as u64, ty: 4 });
+    assert_eq!(
+        e,
+        GgufError::UnknownTensorType {
+            name: "a".into(),
+            offset: ty_at as u64,
+            ty: 4
+        }
+    );
 }
 
 #[test]
@@ -238,13 +262,24 @@ fn bad_dimension_counts_and_sizes() {
 fn element_count_must_match_block_size() {
     let (bytes, _) = one_tensor(GgmlType::Q4_1, &[48], vec![0; 40]);
     let e = err(&bytes);
-    assert!(matches!(e, GgufError::BlockMismatch { ne0: 48, block_size: 32, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            GgufError::BlockMismatch {
+                ne0: 48,
+                block_size: 32,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
 fn misaligned_out_of_bounds_and_overlapping_data() {
     let mut w = GgufWriter::new();
-    w.tensor("a", &[8], GgmlType::F32, vec![0; 32]).tensor("b", &[8], GgmlType::F32, vec![0; 32]);
+    w.tensor("a", &[8], GgmlType::F32, vec![0; 32])
+        .tensor("b", &[8], GgmlType::F32, vec![0; 32]);
     let bytes = w.to_bytes();
     // Offset field of tensor "b": header 24, "a" info (8+1+4+8+4+8 = 33), "b" name 9 + 4 + 8 + 4.
     let off_b = 24 + 33 + 9 + 4 + 8 + 4;

@@ -50,12 +50,17 @@ impl LlamaConfig {
         let ffn_dim = usize_of("feed_forward_length")?;
         let context_length = usize_of("context_length")?;
         if d_model % n_heads != 0 {
-            return Err(bad(&key("attention.head_count"), format!("{n_heads} does not divide embedding_length {d_model}")));
+            return Err(bad(
+                &key("attention.head_count"),
+                format!("{n_heads} does not divide embedding_length {d_model}"),
+            ));
         }
         if n_heads % n_kv_heads != 0 {
             return Err(bad(
                 &key("attention.head_count_kv"),
-                format!("{n_kv_heads} does not divide head_count {n_heads} (grouped-query attention needs whole groups)"),
+                format!(
+                    "{n_kv_heads} does not divide head_count {n_heads} (grouped-query attention needs whole groups)"
+                ),
             ));
         }
         let head_dim = match g.opt_u64(&key("attention.key_length"))? {
@@ -63,14 +68,20 @@ impl LlamaConfig {
             None => d_model / n_heads,
         };
         if head_dim % 2 != 0 {
-            return Err(bad(&key("attention.key_length"), format!("head dimension {head_dim} is odd; RoPE rotates pairs")));
+            return Err(bad(
+                &key("attention.key_length"),
+                format!("head dimension {head_dim} is odd; RoPE rotates pairs"),
+            ));
         }
         let rope_dim = match g.opt_u64(&key("rope.dimension_count"))? {
             Some(_) => usize_of("rope.dimension_count")?,
             None => head_dim,
         };
         if rope_dim > head_dim || rope_dim % 2 != 0 {
-            return Err(bad(&key("rope.dimension_count"), format!("{rope_dim} must be even and at most the head dimension {head_dim}")));
+            return Err(bad(
+                &key("rope.dimension_count"),
+                format!("{rope_dim} must be even and at most the head dimension {head_dim}"),
+            ));
         }
         let vocab_size = match g.opt_u64(&key("vocab_size"))? {
             Some(_) => usize_of("vocab_size")?,
@@ -79,10 +90,16 @@ impl LlamaConfig {
         let rope_freq_base = g.opt_f32(&key("rope.freq_base"))?.unwrap_or(10_000.0);
         let rms_eps = g.opt_f32(&key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5);
         if !(rope_freq_base.is_finite() && rope_freq_base > 1.0) {
-            return Err(bad(&key("rope.freq_base"), format!("{rope_freq_base} must be a finite number above 1")));
+            return Err(bad(
+                &key("rope.freq_base"),
+                format!("{rope_freq_base} must be a finite number above 1"),
+            ));
         }
         if !(rms_eps.is_finite() && rms_eps > 0.0 && rms_eps < 1.0) {
-            return Err(bad(&key("attention.layer_norm_rms_epsilon"), format!("{rms_eps} must be in (0, 1)")));
+            return Err(bad(
+                &key("attention.layer_norm_rms_epsilon"),
+                format!("{rms_eps} must be in (0, 1)"),
+            ));
         }
         Ok(Self {
             architecture: arch,

@@ -51,7 +51,15 @@ pub struct LayerDesc {
 impl LayerDesc {
     /// The seven matrices every decoded token reads in full.
     pub fn matrices(&self) -> [&Weight; 7] {
-        [&self.wq, &self.wk, &self.wv, &self.wo, &self.w_gate, &self.w_up, &self.w_down]
+        [
+            &self.wq,
+            &self.wk,
+            &self.wv,
+            &self.wo,
+            &self.w_gate,
+            &self.w_up,
+            &self.w_down,
+        ]
     }
 
     pub fn norms(&self) -> [&Weight; 2] {
@@ -131,7 +139,13 @@ impl ModelDesc {
         let layers: u64 = self
             .layers
             .iter()
-            .map(|l| l.matrices().iter().chain(l.norms().iter()).map(|w| w.n_bytes()).sum::<u64>())
+            .map(|l| {
+                l.matrices()
+                    .iter()
+                    .chain(l.norms().iter())
+                    .map(|w| w.n_bytes())
+                    .sum::<u64>()
+            })
             .sum();
         let embd_row = self.token_embd.row_bytes() as u64;
         layers + embd_row + self.output_norm.n_bytes() + self.output.n_bytes()
@@ -140,7 +154,11 @@ impl ModelDesc {
     /// Parameters that take part in one decoded token (the embedding lookup counts once, as
     /// part of a tied head, or not at all).
     pub fn matmul_params(&self) -> u64 {
-        let layers: u64 = self.layers.iter().map(|l| l.matrices().iter().map(|w| w.n_params()).sum::<u64>()).sum();
+        let layers: u64 = self
+            .layers
+            .iter()
+            .map(|l| l.matrices().iter().map(|w| w.n_params()).sum::<u64>())
+            .sum();
         layers + self.output.n_params()
     }
 }

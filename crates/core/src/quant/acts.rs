@@ -68,7 +68,7 @@ impl Acts {
     /// Quantizes every used row; call after writing `x` and before a quantized matmul.
     /// Rows whose length is not a multiple of 32 are only usable with float weights.
     pub fn quantize(&mut self) {
-        if self.cols % QK != 0 {
+        if !self.cols.is_multiple_of(QK) {
             return;
         }
         let blocks = self.cols / QK;

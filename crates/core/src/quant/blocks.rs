@@ -223,7 +223,13 @@ mod tests {
     fn round_trip_error_within_ggml_thresholds() {
         let n = 32 * 128;
         let x: Vec<f32> = (0..n).map(|i| 0.1 + 2.0 * (i as f32).cos()).collect();
-        for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16] {
+        for ty in [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q8_0,
+            GgmlType::F16,
+            GgmlType::BF16,
+        ] {
             let q = quantize_row(ty, &x).unwrap();
             assert_eq!(q.len() as u64, ty.bytes_for(n as u64).unwrap());
             let mut y = vec![0f32; n];

@@ -3,19 +3,13 @@
 //! time. Quantized weights are dotted against 8-bit activations in integers, float weights
 //! against f32 activations.
 
+use super::GgmlType;
 use super::acts::ActRow;
 use super::blocks::{QK, UnsupportedType, read_f16};
-use super::GgmlType;
 use half::{bf16, f16};
 
 /// `out[r] = row_r · a` for the `out.len()` consecutive rows of `w` (`row_bytes` each).
-pub fn dot_rows(
-    ty: GgmlType,
-    w: &[u8],
-    row_bytes: usize,
-    a: ActRow,
-    out: &mut [f32],
-) -> Result<(), UnsupportedType> {
+pub fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRow, out: &mut [f32]) -> Result<(), UnsupportedType> {
     if !ty.is_supported() {
         return Err(UnsupportedType(ty, "multiplied"));
     }
@@ -130,11 +124,22 @@ mod tests {
         let mut acts = Acts::new(1, n);
         acts.x_mut().copy_from_slice(&x);
         acts.quantize();
-        for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+        for ty in [
+            GgmlType::F32,
+            GgmlType::F16,
+            GgmlType::BF16,
+            GgmlType::Q8_0,
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+        ] {
             let q = quantize_row(ty, &w).unwrap();
             let mut out = [0f32];
             dot_rows(ty, &q, q.len(), acts.row(0), &mut out).unwrap();
-            assert!((out[0] - exact).abs() / (n as f32) < 0.02, "{ty}: {} vs {exact}", out[0]);
+            assert!(
+                (out[0] - exact).abs() / (n as f32) < 0.02,
+                "{ty}: {} vs {exact}",
+                out[0]
+            );
         }
     }
 
@@ -150,10 +155,17 @@ mod tests {
         acts.quantize();
         let mut xq = vec![0f32; cols];
         let a = acts.row(0);
-        for i in 0..cols {
-            xq[i] = a.d[i / QK] * a.qs[i] as f32;
+        for (i, v) in xq.iter_mut().enumerate() {
+            *v = a.d[i / QK] * a.qs[i] as f32;
         }
-        for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+        for ty in [
+            GgmlType::F32,
+            GgmlType::F16,
+            GgmlType::BF16,
+            GgmlType::Q8_0,
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+        ] {
             let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 53 % 97) as f32 / 40.0) - 1.2).collect();
             let q: Vec<u8> = w.chunks(cols).flat_map(|r| quantize_row(ty, r).unwrap()).collect();
             let row_bytes = q.len() / rows;
@@ -168,8 +180,16 @@ mod tests {
                 let xs = if float_acts { &x } else { &xq };
                 let reference: f32 = wr.iter().zip(xs).map(|(a, b)| a * b).sum();
                 let tol = 1e-4 * (1.0 + reference.abs()) * 10.0;
-                assert!((fast[r] - reference).abs() < tol, "{ty} fast row {r}: {} vs {reference}", fast[r]);
-                assert!((portable[r] - reference).abs() < tol, "{ty} portable row {r}: {} vs {reference}", portable[r]);
+                assert!(
+                    (fast[r] - reference).abs() < tol,
+                    "{ty} fast row {r}: {} vs {reference}",
+                    fast[r]
+                );
+                assert!(
+                    (portable[r] - reference).abs() < tol,
+                    "{ty} portable row {r}: {} vs {reference}",
+                    portable[r]
+                );
             }
         }
     }

@@ -117,7 +117,7 @@ impl GgmlType {
 
     /// Bytes for `n` elements; `None` when `n` is not a whole number of blocks.
     pub fn bytes_for(self, n: u64) -> Option<u64> {
-        if n % self.block_size() != 0 {
+        if !n.is_multiple_of(self.block_size()) {
             return None;
         }
         (n / self.block_size()).checked_mul(self.type_size())

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what tokscope needs on a Debian machine, skipping what is already there, then fetches
+# the default model. Safe to run again. Used by scripts/run.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+apt_updated=""
+apt_install() {
+  [ -n "$apt_updated" ] || { $SUDO apt-get update -qq; apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v cargo >/dev/null; then
+  echo "setup: Rust is missing; install it with rustup (https://rustup.rs), then run this again" >&2
+  exit 1
+fi
+command -v cc >/dev/null || apt_install build-essential
+python3 -m pip --version >/dev/null 2>&1 || apt_install python3 python3-pip
+
+installed_components=$(rustup component list --installed 2>/dev/null || true)
+for c in rustfmt clippy; do
+  grep -q "^$c" <<<"$installed_components" || rustup component add "$c"
+done
+rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
+
+cargo xtask fetch-model

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Every check the project has: formatting, clippy on native and wasm32, all tests (unit, the tiny
+# synthetic models, the CLI end to end, and parity with llama.cpp on the default model).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== clippy (native)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== clippy (wasm32: the engine must build for the browser)"
+cargo clippy -p tokscope-core --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
+echo "== tests"
+cargo test --workspace --locked
