@@ -25,4 +25,12 @@ for c in rustfmt clippy; do
 done
 rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
 
+# wasm-bindgen's CLI must match the wasm-bindgen crate in Cargo.lock exactly.
+wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -q " $wb_version\b"; then
+  # Not --locked: that lock pins a webpki-roots release the registry no longer serves.
+  cargo install -q wasm-bindgen-cli --version "=$wb_version"
+fi
+command -v node >/dev/null || apt_install nodejs
+
 cargo xtask fetch-model

@@ -14,3 +14,5 @@ echo "== clippy (wasm32: the engine must build for the browser)"
 cargo clippy -p tokscope-core --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
 echo "== tests"
 cargo test --workspace --locked
+echo "== tests in WebAssembly (Node): the browser's CPU fallback gives the same tokens"
+cargo test -p tokscope-core --locked --target wasm32-unknown-unknown --test wasm_engine

@@ -26,6 +26,13 @@ fn tokscope(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `tokscope generate --model MODEL ARGS…`
+fn generate(model: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["generate", "--model", s(model)];
+    all.extend_from_slice(args);
+    tokscope(&all)
+}
+
 fn tiny() -> PathBuf {
     tmp("tiny.gguf", &TinyLlama::default().build())
 }
@@ -50,16 +57,7 @@ fn assert_clean_error(out: &Output, needle: &str) {
 #[test]
 fn generate_streams_text_to_stdout_and_timings_to_stderr() {
     let m = tiny();
-    let out = tokscope(&[
-        "generate",
-        "--model",
-        s(&m),
-        "--prompt",
-        "the cat",
-        "--max-tokens",
-        "12",
-        "--ignore-eos",
-    ]);
+    let out = generate(&m, &["--prompt", "the cat", "--max-tokens", "12", "--ignore-eos"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for key in ["prompt tokens: ", "time to first token: ", "prefill: ", "decode: "] {
@@ -68,36 +66,27 @@ fn generate_streams_text_to_stdout_and_timings_to_stderr() {
     assert!(stderr.contains("(12 tokens)"), "{stderr}");
     assert!(!out.stdout.is_empty());
     // Greedy is deterministic; sampling with a seed is reproducible.
-    let again = tokscope(&[
-        "generate",
-        "--model",
-        s(&m),
-        "--prompt",
-        "the cat",
-        "--max-tokens",
-        "12",
-        "--ignore-eos",
-    ]);
+    let again = generate(&m, &["--prompt", "the cat", "--max-tokens", "12", "--ignore-eos"]);
     assert_eq!(out.stdout, again.stdout);
     let sample = |seed: &str| {
-        tokscope(&[
-            "generate",
-            "--model",
-            s(&m),
-            "--prompt",
-            "the",
-            "--max-tokens",
-            "16",
-            "--ignore-eos",
-            "--temperature",
-            "20",
-            "--top-k",
-            "0",
-            "--top-p",
-            "1",
-            "--seed",
-            seed,
-        ])
+        generate(
+            &m,
+            &[
+                "--prompt",
+                "the",
+                "--max-tokens",
+                "16",
+                "--ignore-eos",
+                "--temperature",
+                "20",
+                "--top-k",
+                "0",
+                "--top-p",
+                "1",
+                "--seed",
+                seed,
+            ],
+        )
         .stdout
     };
     assert_eq!(sample("7"), sample("7"));
@@ -107,32 +96,22 @@ fn generate_streams_text_to_stdout_and_timings_to_stderr() {
 #[test]
 fn chat_mode_uses_the_template() {
     let m = tiny();
-    let out = tokscope(&[
-        "generate",
-        "--model",
-        s(&m),
-        "--prompt",
-        "hi",
-        "--chat",
-        "--max-tokens",
-        "3",
-        "--ignore-eos",
-    ]);
+    let out = generate(&m, &["--prompt", "hi", "--chat", "--max-tokens", "3", "--ignore-eos"]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     // "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" with the specials as single
     // tokens: 3 + 9 + 8 byte-level pieces ("us" "er" merge) — 20, not the 56 of literal text.
     assert!(stderr.contains("prompt tokens: 20"), "{stderr}");
-    let raw = tokscope(&[
-        "generate",
-        "--model",
-        s(&m),
-        "--prompt",
-        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
-        "--max-tokens",
-        "3",
-        "--ignore-eos",
-    ]);
+    let raw = generate(
+        &m,
+        &[
+            "--prompt",
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+            "--max-tokens",
+            "3",
+            "--ignore-eos",
+        ],
+    );
     assert_eq!(raw.stdout, out.stdout);
     assert!(String::from_utf8_lossy(&raw.stderr).contains("prompt tokens: 20"));
 }
@@ -192,10 +171,7 @@ fn bench_json_has_the_figures() {
 fn bad_inputs_give_one_clear_line() {
     let good = TinyLlama::default().build();
     let truncated = tmp("truncated.gguf", &good[..good.len() / 2]);
-    assert_clean_error(
-        &tokscope(&["generate", "--model", s(&truncated), "--prompt", "x"]),
-        "truncated",
-    );
+    assert_clean_error(&generate(&truncated, &["--prompt", "x"]), "truncated");
     assert_clean_error(&tokscope(&["inspect", s(&truncated)]), "truncated");
     let not_gguf = tmp("notes.txt", b"hello, this is not a model");
     assert_clean_error(&tokscope(&["inspect", s(&not_gguf)]), "not a GGUF file");
@@ -212,7 +188,7 @@ fn bad_inputs_give_one_clear_line() {
     w.metadata[0].1 = Value::String("mamba".into());
     let mamba = tmp("mamba2.gguf", &w.to_bytes());
     assert_clean_error(
-        &tokscope(&["generate", "--model", s(&mamba), "--prompt", "x"]),
+        &generate(&mamba, &["--prompt", "x"]),
         "unsupported architecture \"mamba\"",
     );
 
@@ -223,31 +199,14 @@ fn bad_inputs_give_one_clear_line() {
         t.data = vec![0; 32 * 2 * 24];
         tmp("q5.gguf", &w.to_bytes())
     };
-    assert_clean_error(&tokscope(&["generate", "--model", s(&q5), "--prompt", "x"]), "Q5_1");
+    assert_clean_error(&generate(&q5, &["--prompt", "x"]), "Q5_1");
 
     let m = tiny();
+    assert_clean_error(&generate(&m, &["--prompt", "x", "--temperature=-1"]), "temperature");
+    assert_clean_error(&generate(&m, &["--prompt", "x", "--top-p", "0"]), "top-p");
+    assert_clean_error(&generate(&m, &["--prompt", ""]), "empty prompt");
     assert_clean_error(
-        &tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--temperature=-1"]),
-        "temperature",
-    );
-    assert_clean_error(
-        &tokscope(&["generate", "--model", s(&m), "--prompt", "x", "--top-p", "0"]),
-        "top-p",
-    );
-    assert_clean_error(
-        &tokscope(&["generate", "--model", s(&m), "--prompt", ""]),
-        "empty prompt",
-    );
-    assert_clean_error(
-        &tokscope(&[
-            "generate",
-            "--model",
-            s(&m),
-            "--prompt",
-            "a long prompt here",
-            "--context",
-            "4",
-        ]),
+        &generate(&m, &["--prompt", "a long prompt here", "--context", "4"]),
         "context full",
     );
     assert_clean_error(&tokscope(&["bench", "--model", s(&m), "--runs", "2"]), "at least 3");
@@ -263,18 +222,10 @@ fn bad_inputs_give_one_clear_line() {
 #[test]
 fn generation_stops_cleanly_when_the_context_fills() {
     let m = tiny();
-    let out = tokscope(&[
-        "generate",
-        "--model",
-        s(&m),
-        "--prompt",
-        "ab",
-        "--max-tokens",
-        "50",
-        "--context",
-        "8",
-        "--ignore-eos",
-    ]);
+    let out = generate(
+        &m,
+        &["--prompt", "ab", "--max-tokens", "50", "--context", "8", "--ignore-eos"],
+    );
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopped: context full (8 tokens)"), "{stderr}");

@@ -29,7 +29,9 @@ const QWEN2_SPLIT: &str =
 pub enum TokenizerError {
     #[error(transparent)]
     Gguf(#[from] GgufError),
-    #[error("tokenizer model {0:?} is not supported (tokscope reads \"gpt2\" byte-level BPE vocabularies)")]
+    #[error(
+        "tokenizer model {0:?} is not supported yet (tokscope reads \"gpt2\" byte-level BPE vocabularies; SentencePiece \"llama\" vocabularies such as TinyLlama's are planned)"
+    )]
     UnsupportedModel(String),
     #[error("pre-tokenizer {0:?} is not supported (known: smollm, starcoder, gpt2, default, llama-bpe, qwen2)")]
     UnsupportedPre(String),

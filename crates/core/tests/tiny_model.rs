@@ -296,3 +296,27 @@ fn bytes_per_token_counts_weights_once_and_kv_per_position() {
     assert_eq!(m.config.kv_bytes_per_token_f32(), kv);
     assert_eq!(m.bytes_per_token(9), expected + 10 * kv);
 }
+
+#[test]
+fn unsupported_tokenizers_are_named() {
+    use tokscope_core::tokenizer::Tokenizer;
+    let mut w = TinyLlama::default().writer();
+    for (k, v) in w.metadata.iter_mut() {
+        if k == "tokenizer.ggml.model" {
+            *v = Value::String("llama".into());
+        }
+    }
+    let g = tokscope_core::gguf::Gguf::parse(w.to_bytes()).unwrap();
+    let e = Tokenizer::from_gguf(&g).err().unwrap().to_string();
+    assert!(e.contains("\"llama\"") && e.contains("SentencePiece"), "{e}");
+
+    let mut w = TinyLlama::default().writer();
+    for (k, v) in w.metadata.iter_mut() {
+        if k == "tokenizer.ggml.pre" {
+            *v = Value::String("jais".into());
+        }
+    }
+    let g = tokscope_core::gguf::Gguf::parse(w.to_bytes()).unwrap();
+    let e = Tokenizer::from_gguf(&g).err().unwrap().to_string();
+    assert!(e.contains("\"jais\""), "{e}");
+}

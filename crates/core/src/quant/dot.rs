@@ -124,14 +124,7 @@ mod tests {
         let mut acts = Acts::new(1, n);
         acts.x_mut().copy_from_slice(&x);
         acts.quantize();
-        for ty in [
-            GgmlType::F32,
-            GgmlType::F16,
-            GgmlType::BF16,
-            GgmlType::Q8_0,
-            GgmlType::Q4_0,
-            GgmlType::Q4_1,
-        ] {
+        for ty in GgmlType::SUPPORTED {
             let q = quantize_row(ty, &w).unwrap();
             let mut out = [0f32];
             dot_rows(ty, &q, q.len(), acts.row(0), &mut out).unwrap();
@@ -158,14 +151,7 @@ mod tests {
         for (i, v) in xq.iter_mut().enumerate() {
             *v = a.d[i / QK] * a.qs[i] as f32;
         }
-        for ty in [
-            GgmlType::F32,
-            GgmlType::F16,
-            GgmlType::BF16,
-            GgmlType::Q8_0,
-            GgmlType::Q4_0,
-            GgmlType::Q4_1,
-        ] {
+        for ty in GgmlType::SUPPORTED {
             let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 53 % 97) as f32 / 40.0) - 1.2).collect();
             let q: Vec<u8> = w.chunks(cols).flat_map(|r| quantize_row(ty, r).unwrap()).collect();
             let row_bytes = q.len() / rows;

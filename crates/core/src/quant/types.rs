@@ -162,9 +162,17 @@ impl GgmlType {
     }
 
     /// Types that tokscope's engines can execute (dequantize and dot).
+    pub const SUPPORTED: [GgmlType; 6] = [
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::BF16,
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+    ];
+
     pub fn is_supported(self) -> bool {
-        use GgmlType::*;
-        matches!(self, F32 | F16 | BF16 | Q8_0 | Q4_0 | Q4_1)
+        Self::SUPPORTED.contains(&self)
     }
 
     /// Parses a name as written on the command line (`q4_1`, `Q8_0`, `f16`).
