@@ -6,6 +6,11 @@ Needs llama-cpp-python (it builds llama.cpp; about 10 minutes on 2 cores):
     /tmp/llamaenv/bin/python scripts/llamacpp_reference.py public/models/SmolLM2-135M-Instruct.Q4_1.gguf \
         crates/core/tests/fixtures/llamacpp
 
+Also, for a vocabulary without a model worth running (the synthetic SentencePiece one):
+    cargo xtask tiny-model --spm /tmp/tiny-spm.gguf
+    /tmp/llamaenv/bin/python scripts/llamacpp_reference.py --tokenizer-only /tmp/tiny-spm.gguf \
+        crates/core/tests/fixtures/llamacpp/tokenizer_spm.json
+
 Writes:
   tokenizer.json    strings -> llama.cpp ids (special tokens parsed, no BOS) and decoded text
   generations.json  per prompt: prompt ids, 64 greedy steps (token, runner-up, top-2 logit gap);
@@ -44,17 +49,29 @@ PROMPTS = [
 ]
 
 
+def tokenizer_rows(llm, strings):
+    rows = []
+    for s in strings:
+        ids = llm.tokenize(s.encode("utf-8"), add_bos=False, special=True)
+        text = llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
+        with_bos = llm.tokenize(s.encode("utf-8"), add_bos=True, special=True)
+        rows.append({"text": s, "ids": ids, "decoded": text, "ids_with_bos": with_bos})
+    return rows
+
+
+def tokenizer_only(model_path, out_file):
+    llm = Llama(model_path=model_path, n_ctx=64, vocab_only=True, verbose=False)
+    strings = TOKENIZER_STRINGS + ["the cat sat on the mat", "The cat", "<s>the</s>", "thethe", "a  b"]
+    Path(out_file).write_text(json.dumps(tokenizer_rows(llm, strings), ensure_ascii=False, indent=1))
+
+
 def main(model_path, out_dir):
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     llm = Llama(model_path=model_path, n_ctx=512, n_threads=2, n_batch=512, verbose=False)
     n_vocab = llm.n_vocab()
 
-    tok_rows = []
-    for s in TOKENIZER_STRINGS:
-        ids = llm.tokenize(s.encode("utf-8"), add_bos=False, special=True)
-        text = llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
-        tok_rows.append({"text": s, "ids": ids, "decoded": text})
+    tok_rows = tokenizer_rows(llm, TOKENIZER_STRINGS)
     (out / "tokenizer.json").write_text(json.dumps(tok_rows, ensure_ascii=False, indent=1))
 
     template = jinja2.Environment().from_string(llm.metadata["tokenizer.chat_template"])
@@ -111,4 +128,7 @@ def main(model_path, out_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--tokenizer-only":
+        tokenizer_only(sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -18,7 +18,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("fetch-model") => fetch_model(),
-        _ => Err("usage: cargo xtask fetch-model".to_string()),
+        Some("tiny-model") => tiny_model(&args[1..]),
+        _ => Err("usage: cargo xtask fetch-model | cargo xtask tiny-model [--spm] OUT.gguf".to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -27,6 +28,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes the synthetic test model (what the tests build in memory) for peers to load, e.g.
+/// llama.cpp when recording tokenizer fixtures.
+fn tiny_model(args: &[String]) -> Result<(), String> {
+    let spm = args.iter().any(|a| a == "--spm");
+    let out = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .ok_or("tiny-model needs an output path")?;
+    let spec = tokscope_core::synthetic::TinyLlama {
+        spm,
+        ..Default::default()
+    };
+    std::fs::write(out, spec.build()).map_err(|e| format!("cannot write {out}: {e}"))?;
+    println!("{out}");
+    Ok(())
 }
 
 fn root() -> PathBuf {

@@ -18,6 +18,8 @@ pub struct TinyLlama {
     /// Type of the token embedding (also the output head when tied).
     pub embd_type: GgmlType,
     pub tied_output: bool,
+    /// A SentencePiece ("llama") vocabulary instead of byte-level BPE.
+    pub spm: bool,
     pub seed: u64,
 }
 
@@ -34,6 +36,7 @@ impl Default for TinyLlama {
             weight_type: GgmlType::Q4_1,
             embd_type: GgmlType::Q8_0,
             tied_output: true,
+            spm: false,
             seed: 1,
         }
     }
@@ -61,6 +64,33 @@ pub fn vocab() -> Vec<String> {
     v
 }
 
+/// SentencePiece pieces after the specials and the 256 byte tokens: single characters (low
+/// scores), then merged pieces, best first. Enough to make words like "▁the" and "▁cat".
+pub const SPM_CHARS: &str = "▁abcdefghijklmnopqrstuvwxyzTHE,.!?'0123456789";
+pub const SPM_MERGED: [&str; 16] = [
+    "▁t", "he", "▁the", "in", "er", "▁a", "at", "▁c", "▁cat", "▁s", "▁sat", "on", "▁on", "▁m", "▁mat", "▁th",
+];
+
+/// Pieces, token types and scores of the SentencePiece test vocabulary.
+pub fn spm_vocab() -> (Vec<String>, Vec<i32>, Vec<f32>) {
+    let mut pieces: Vec<String> = vec!["<unk>".into(), "<s>".into(), "</s>".into()];
+    let mut types = vec![2, 3, 3];
+    pieces.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    types.extend([6; 256]);
+    let mut scores = vec![0.0; pieces.len()];
+    for (k, c) in SPM_CHARS.chars().enumerate() {
+        pieces.push(c.to_string());
+        types.push(1);
+        scores.push(-1000.0 - k as f32);
+    }
+    for (k, p) in SPM_MERGED.iter().enumerate() {
+        pieces.push(p.to_string());
+        types.push(1);
+        scores.push(-(k as f32));
+    }
+    (pieces, types, scores)
+}
+
 /// SplitMix64 (Steele et al. 2014): a tiny, seedable source of test weights.
 struct Rng(u64);
 
@@ -77,7 +107,7 @@ impl Rng {
 
 impl TinyLlama {
     pub fn vocab_size(&self) -> usize {
-        vocab().len()
+        if self.spm { spm_vocab().0.len() } else { vocab().len() }
     }
 
     /// The GGUF bytes of this model.
@@ -109,26 +139,31 @@ impl TinyLlama {
             .meta("llama.attention.head_count_kv", u(self.n_kv_heads))
             .meta("llama.rope.freq_base", Value::F32(10000.0))
             .meta("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
-            .meta("tokenizer.ggml.model", s("gpt2"))
-            .meta("tokenizer.ggml.pre", s("smollm"))
-            .meta("tokenizer.ggml.tokens", strings(vocab()))
-            .meta(
-                "tokenizer.ggml.token_type",
-                Value::Array(
-                    ValueType::I32,
-                    (0..vocab_n)
-                        .map(|i| Value::I32(if i < SPECIAL_TOKENS.len() { 3 } else { 1 }))
-                        .collect(),
-                ),
-            )
-            .meta(
-                "tokenizer.ggml.merges",
-                strings(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect()),
-            )
             .meta("tokenizer.ggml.bos_token_id", u(1))
-            .meta("tokenizer.ggml.eos_token_id", u(2))
-            .meta("tokenizer.ggml.add_bos_token", Value::Bool(false))
-            .meta("tokenizer.chat_template", s(crate::chat::CHATML_TEMPLATE));
+            .meta("tokenizer.ggml.eos_token_id", u(2));
+        let ints = |xs: Vec<i32>| Value::Array(ValueType::I32, xs.into_iter().map(Value::I32).collect());
+        if self.spm {
+            // add_bos_token and add_space_prefix left out: the defaults (both true) apply.
+            let (pieces, types, scores) = spm_vocab();
+            let scores = Value::Array(ValueType::F32, scores.into_iter().map(Value::F32).collect());
+            w.meta("tokenizer.ggml.model", s("llama"))
+                .meta("tokenizer.ggml.tokens", strings(pieces))
+                .meta("tokenizer.ggml.token_type", ints(types))
+                .meta("tokenizer.ggml.scores", scores)
+                .meta("tokenizer.ggml.unknown_token_id", u(0));
+        } else {
+            let types = (0..vocab_n)
+                .map(|i| if i < SPECIAL_TOKENS.len() { 3 } else { 1 })
+                .collect();
+            let merges = strings(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect());
+            w.meta("tokenizer.ggml.model", s("gpt2"))
+                .meta("tokenizer.ggml.pre", s("smollm"))
+                .meta("tokenizer.ggml.tokens", strings(vocab()))
+                .meta("tokenizer.ggml.token_type", ints(types))
+                .meta("tokenizer.ggml.merges", merges)
+                .meta("tokenizer.ggml.add_bos_token", Value::Bool(false))
+                .meta("tokenizer.chat_template", s(crate::chat::CHATML_TEMPLATE));
+        }
         let mut tensor =
             |w: &mut GgufWriter, name: &str, rows: usize, cols: usize, ty: GgmlType, scale: f32, offset: f32| {
                 let data: Vec<f32> = (0..rows * cols).map(|_| offset + scale * rng.next_f32()).collect();

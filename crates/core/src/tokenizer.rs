@@ -1,23 +1,35 @@
 //! The model's own tokenizer, rebuilt from its GGUF `tokenizer.ggml.*` keys with the
 //! `tokenizers` crate, so text becomes the same ids llama.cpp makes (checked by fixtures).
 //!
-//! Pre-tokenizer regexes per `tokenizer.ggml.pre`: llama.cpp `llama_vocab::impl::load`
-//! (src/llama-vocab.cpp) and the matching HF `tokenizer.json` files.
+//! Two vocabulary kinds (`tokenizer.ggml.model`):
+//! - `gpt2`: byte-level BPE with explicit merges (SmolLM, Llama 3, Qwen2). Pre-tokenizer regexes
+//!   per `tokenizer.ggml.pre`: llama.cpp `llama_vocab::impl::load` (src/llama-vocab.cpp) and the
+//!   matching HF `tokenizer.json` files.
+//! - `llama`: SentencePiece BPE (Llama 2, TinyLlama): pieces with scores, `▁` for spaces, byte
+//!   fallback. Merges are derived from the vocabulary, highest merged-piece score first, as HF's
+//!   `SentencePieceExtractor` does; llama.cpp's `llm_tokenizer_spm` merges by the same scores.
 
 use crate::gguf::{Gguf, GgufError};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use thiserror::Error;
+use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::decoders::fuse::Fuse;
+use tokenizers::decoders::sequence::Sequence as DecoderSequence;
 use tokenizers::models::bpe::{BPE, Vocab};
+use tokenizers::normalizers::{Prepend, Replace, Sequence as NormalizerSequence};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
+use tokenizers::{DecoderWrapper, NormalizerWrapper};
 
 /// `tokenizer.ggml.token_type` values (llama.cpp `llama_token_type`).
 const TOKEN_TYPE_CONTROL: i64 = 3;
 const TOKEN_TYPE_USER_DEFINED: i64 = 4;
+/// SentencePiece's space marker.
+const SPM_SPACE: &str = "\u{2581}";
 
 /// Llama 3's pre-tokenizer split (llama.cpp `LLAMA_VOCAB_PRE_TYPE_LLAMA3`).
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -30,7 +42,7 @@ pub enum TokenizerError {
     #[error(transparent)]
     Gguf(#[from] GgufError),
     #[error(
-        "tokenizer model {0:?} is not supported yet (tokscope reads \"gpt2\" byte-level BPE vocabularies; SentencePiece \"llama\" vocabularies such as TinyLlama's are planned)"
+        "tokenizer model {0:?} is not supported (tokscope reads \"gpt2\" byte-level BPE and \"llama\" SentencePiece vocabularies)"
     )]
     UnsupportedModel(String),
     #[error("pre-tokenizer {0:?} is not supported (known: smollm, starcoder, gpt2, default, llama-bpe, qwen2)")]
@@ -63,39 +75,23 @@ pub struct Tokenizer {
 impl Tokenizer {
     pub fn from_gguf<B: AsRef<[u8]>>(g: &Gguf<B>) -> Result<Self, TokenizerError> {
         let model_name = g.get_str("tokenizer.ggml.model")?.to_string();
-        if model_name != "gpt2" {
-            return Err(TokenizerError::UnsupportedModel(model_name));
-        }
-        let pre = g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default").to_string();
         let tokens = g.get_str_array("tokenizer.ggml.tokens")?;
-        let merges = g.get_str_array("tokenizer.ggml.merges")?;
         let types = g.opt_int_array("tokenizer.ggml.token_type")?;
-
-        let vocab: Vocab = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.to_string(), i as u32))
-            .collect();
-        let merges = merges
-            .iter()
-            .enumerate()
-            .map(|(index, m)| {
-                m.split_once(' ')
-                    .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| TokenizerError::BadMerge {
-                        index,
-                        merge: m.to_string(),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let n_merges = merges.len();
-        let bpe = BPE::builder()
-            .vocab_and_merges(vocab, merges)
-            .build()
-            .map_err(lib_err)?;
-        let mut inner = tokenizers::Tokenizer::new(bpe);
-        inner.with_pre_tokenizer(Some(pre_tokenizer(&pre)?));
-        inner.with_decoder(Some(ByteLevelDecoder::default()));
+        let (mut inner, pre, n_merges) = match model_name.as_str() {
+            "gpt2" => {
+                let pre = g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default").to_string();
+                let (inner, n) = gpt2_bpe(&tokens, &g.get_str_array("tokenizer.ggml.merges")?, &pre)?;
+                (inner, pre, n)
+            }
+            "llama" => {
+                let scores = g.opt_f32_array("tokenizer.ggml.scores")?.unwrap_or_default();
+                let unk = g.opt_u64("tokenizer.ggml.unknown_token_id")?.unwrap_or(0) as usize;
+                let space_prefix = g.opt_bool("tokenizer.ggml.add_space_prefix")?.unwrap_or(true);
+                let (inner, n) = spm_bpe(&tokens, &scores, tokens.get(unk).copied(), space_prefix)?;
+                (inner, "sentencepiece".to_string(), n)
+            }
+            _ => return Err(TokenizerError::UnsupportedModel(model_name)),
+        };
 
         let special: Vec<AddedToken> = types
             .iter()
@@ -135,7 +131,10 @@ impl Tokenizer {
             inner,
             bos,
             eos,
-            add_bos: g.opt_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(false),
+            // llama.cpp's default: SentencePiece vocabularies start with BOS, BPE ones do not.
+            add_bos: g
+                .opt_bool("tokenizer.ggml.add_bos_token")?
+                .unwrap_or(model_name == "llama"),
             stop,
             model_name,
             pre,
@@ -146,12 +145,18 @@ impl Tokenizer {
     }
 
     /// Token ids of `text` exactly as written: special tokens such as `<|im_start|>` in the text
-    /// become their ids; BOS is added only when `add_bos` is set and the text does not already
-    /// begin with it.
+    /// become their ids; BOS is added when the GGUF's `add_bos_token` asks for it.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        self.encode_with_bos(text, self.add_bos)
+    }
+
+    /// As [`Tokenizer::encode`] with BOS chosen by the caller. Unlike llama.cpp (which warns),
+    /// a text that already begins with BOS (e.g. from a Llama 3 chat template) does not get a
+    /// second one.
+    pub fn encode_with_bos(&self, text: &str, add_bos: bool) -> Result<Vec<u32>, TokenizerError> {
         let enc = self.inner.encode_fast(text, false).map_err(lib_err)?;
         let mut ids = enc.get_ids().to_vec();
-        if let (true, Some(bos)) = (self.add_bos, self.bos)
+        if let (true, Some(bos)) = (add_bos, self.bos)
             && ids.first() != Some(&bos)
         {
             ids.insert(0, bos);
@@ -196,6 +201,90 @@ impl TextStream<'_> {
     pub fn step(&mut self, id: u32) -> Result<Option<String>, TokenizerError> {
         self.inner.step(id).map_err(lib_err)
     }
+}
+
+fn gpt2_bpe(tokens: &[&str], merges: &[&str], pre: &str) -> Result<(tokenizers::Tokenizer, usize), TokenizerError> {
+    let vocab: Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), i as u32))
+        .collect();
+    let merges = merges
+        .iter()
+        .enumerate()
+        .map(|(index, m)| {
+            m.split_once(' ')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .ok_or_else(|| TokenizerError::BadMerge {
+                    index,
+                    merge: m.to_string(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let n_merges = merges.len();
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(lib_err)?;
+    let mut inner = tokenizers::Tokenizer::new(bpe);
+    inner.with_pre_tokenizer(Some(pre_tokenizer(pre)?));
+    inner.with_decoder(Some(ByteLevelDecoder::default()));
+    Ok((inner, n_merges))
+}
+
+/// SentencePiece as BPE: every split of a piece into two pieces of the vocabulary is a merge,
+/// ranked by the merged piece's score (highest first; ties by piece id, then the halves' ids).
+fn spm_bpe(
+    tokens: &[&str],
+    scores: &[f32],
+    unk: Option<&str>,
+    space_prefix: bool,
+) -> Result<(tokenizers::Tokenizer, usize), TokenizerError> {
+    let index: HashMap<&str, u32> = tokens.iter().enumerate().map(|(i, t)| (*t, i as u32)).collect();
+    let score = |id: usize| scores.get(id).copied().unwrap_or(0.0);
+    let mut ranked: Vec<(f32, u32, u32, u32)> = Vec::new();
+    for (id, piece) in tokens.iter().enumerate() {
+        for (at, _) in piece.char_indices().skip(1) {
+            if let (Some(&l), Some(&r)) = (index.get(&piece[..at]), index.get(&piece[at..])) {
+                ranked.push((score(id), id as u32, l, r));
+            }
+        }
+    }
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3))));
+    let merges: Vec<(String, String)> = ranked
+        .iter()
+        .map(|&(_, _, l, r)| (tokens[l as usize].to_string(), tokens[r as usize].to_string()))
+        .collect();
+    let n_merges = merges.len();
+    let vocab: Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), i as u32))
+        .collect();
+    let mut builder = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(true)
+        .fuse_unk(true);
+    if let Some(unk) = unk {
+        builder = builder.unk_token(unk.to_string());
+    }
+    let mut inner = tokenizers::Tokenizer::new(builder.build().map_err(lib_err)?);
+    let replace = Replace::new(" ", SPM_SPACE).map_err(lib_err)?;
+    let mut normalizers: Vec<NormalizerWrapper> = Vec::new();
+    if space_prefix {
+        normalizers.push(Prepend::new(SPM_SPACE.to_string()).into());
+    }
+    normalizers.push(replace.into());
+    inner.with_normalizer(Some(NormalizerSequence::new(normalizers)));
+    let decoders: Vec<DecoderWrapper> = vec![
+        Replace::new(SPM_SPACE, " ").map_err(lib_err)?.into(),
+        ByteFallback::new().into(),
+        Fuse::new().into(),
+    ];
+    // No Strip of the leading space: llama.cpp's detokenizer keeps it, and a continuation's
+    // first piece ("▁Paris") must keep its space after the prompt.
+    inner.with_decoder(Some(DecoderSequence::new(decoders)));
+    Ok((inner, n_merges))
 }
 
 fn pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper, TokenizerError> {
