@@ -32,5 +32,8 @@ if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -q " $wb_version\b"; 
   cargo install -q wasm-bindgen-cli --version "=$wb_version"
 fi
 command -v node >/dev/null || apt_install nodejs
+# lavapipe (Mesa's Vulkan on the CPU) runs the wgpu kernels' tests where there is no GPU.
+[ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 ||
+  apt_install mesa-vulkan-drivers libvulkan1
 
 cargo xtask fetch-model

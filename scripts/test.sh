@@ -11,8 +11,8 @@ cargo fmt --all -- --check
 echo "== clippy (native)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== clippy (wasm32: the engine must build for the browser)"
-cargo clippy -p tokscope-core --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
-echo "== tests"
-cargo test --workspace --locked
+cargo clippy -p tokscope-core -p tokscope-gpu --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
+echo "== tests (GPU kernels on lavapipe or the machine's GPU: a missing adapter fails)"
+TOKSCOPE_REQUIRE_GPU=1 cargo test --workspace --locked
 echo "== tests in WebAssembly (Node): the browser's CPU fallback gives the same tokens"
 cargo test -p tokscope-core --locked --target wasm32-unknown-unknown --test wasm_engine

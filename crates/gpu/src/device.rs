@@ -1,0 +1,127 @@
+//! Device set-up: the adapter the platform offers, its limits raised to what it supports, and
+//! the optional features used when present (never required: SwiftShader has no `shader-f16`).
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum GpuError {
+    #[error("no GPU adapter: {0} (in a browser: WebGPU is missing or disabled)")]
+    NoAdapter(String),
+    #[error("the GPU device could not be created: {0}")]
+    NoDevice(String),
+    #[error("tensor {tensor:?} needs a {size} byte buffer, above this device's limit of {limit} bytes ({which})")]
+    TooBig {
+        tensor: String,
+        size: u64,
+        limit: u64,
+        which: &'static str,
+    },
+    #[error("reading results back from the GPU failed: {0}")]
+    Readback(String),
+    #[error(transparent)]
+    Unsupported(#[from] tokscope_core::quant::UnsupportedType),
+}
+
+/// What the page and the CLI show about the adapter.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub vendor: u32,
+    pub max_buffer_size: u64,
+    pub max_storage_buffer_binding_size: u64,
+    pub timestamp_query: bool,
+    pub subgroups: bool,
+    pub shader_f16: bool,
+}
+
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub features: wgpu::Features,
+}
+
+/// Used when the adapter has them; nothing depends on any of them.
+const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_F16);
+
+impl GpuContext {
+    pub async fn new() -> Result<Self, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let features = adapter.features() & OPTIONAL_FEATURES;
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("tokscope"),
+                required_features: features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoDevice(e.to_string()))?;
+        Ok(Self {
+            device,
+            queue,
+            info: adapter.get_info(),
+            limits,
+            features,
+        })
+    }
+
+    /// Blocks on [`GpuContext::new`] (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new_blocking() -> Result<Self, GpuError> {
+        pollster::block_on(Self::new())
+    }
+
+    pub fn summary(&self) -> AdapterSummary {
+        AdapterSummary {
+            name: self.info.name.clone(),
+            backend: format!("{:?}", self.info.backend),
+            device_type: format!("{:?}", self.info.device_type),
+            driver: format!("{} {}", self.info.driver, self.info.driver_info)
+                .trim()
+                .to_string(),
+            vendor: self.info.vendor,
+            max_buffer_size: self.limits.max_buffer_size,
+            max_storage_buffer_binding_size: self.limits.max_storage_buffer_binding_size,
+            timestamp_query: self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            subgroups: self.features.contains(wgpu::Features::SUBGROUP),
+            shader_f16: self.features.contains(wgpu::Features::SHADER_F16),
+        }
+    }
+
+    /// Fails with a message naming the tensor when `size` cannot be one storage binding.
+    pub fn check_binding(&self, tensor: &str, size: u64) -> Result<(), GpuError> {
+        let binding = self.limits.max_storage_buffer_binding_size;
+        if size > binding {
+            return Err(GpuError::TooBig {
+                tensor: tensor.into(),
+                size,
+                limit: binding,
+                which: "maxStorageBufferBindingSize",
+            });
+        }
+        if size > self.limits.max_buffer_size {
+            return Err(GpuError::TooBig {
+                tensor: tensor.into(),
+                size,
+                limit: self.limits.max_buffer_size,
+                which: "maxBufferSize",
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,10 @@
+//! tokscope-gpu: the model on the GPU through wgpu — natively (Vulkan/Metal/DX12; lavapipe or
+//! SwiftShader on the CPU in tests) and in the browser (WebGPU).
+
+pub mod device;
+pub mod matvec;
+pub mod probe;
+pub mod readback;
+pub mod repack;
+
+pub use device::{AdapterSummary, GpuContext, GpuError};
