@@ -25,6 +25,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Measure decode and prefill speed, bytes per token and effective bandwidth.
     Bench(BenchArgs),
+    /// Measure this GPU's read bandwidth, cost per dispatch and submit round trip.
+    Probe(ProbeArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -85,6 +87,15 @@ pub struct BenchArgs {
     /// Prompt tokens for the prefill measurement.
     #[arg(long, default_value_t = 128)]
     pub prompt_tokens: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ProbeArgs {
+    /// Timed runs per figure (the median is reported; at least 5).
+    #[arg(long, default_value_t = 7)]
+    pub runs: usize,
     #[arg(long)]
     pub json: bool,
 }

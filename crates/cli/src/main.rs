@@ -5,6 +5,7 @@ mod bench;
 mod generate;
 mod inspect;
 mod model_file;
+mod probe;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -68,5 +69,6 @@ fn run(cli: args::Cli) -> CliResult {
         args::Command::Generate(a) => generate::run(a),
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Bench(a) => bench::run(a),
+        args::Command::Probe(a) => probe::run(a),
     }
 }

@@ -230,3 +230,32 @@ fn generation_stops_cleanly_when_the_context_fills() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopped: context full (8 tokens)"), "{stderr}");
 }
+
+#[test]
+fn probe_reports_the_roofline_figures() {
+    let out = tokscope(&["probe", "--json", "--runs", "5"]);
+    if !out.status.success() && std::env::var("TOKSCOPE_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: {}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["read_gb_s", "dispatch_us", "round_trip_ms"] {
+        assert!(v[key].as_f64().is_some(), "{key}: {v}");
+    }
+    assert!(v["adapter"]["name"].as_str().is_some());
+}
+
+#[test]
+fn no_adapter_is_one_clear_line() {
+    // No Vulkan driver visible: the adapter request fails as in a browser without WebGPU.
+    let out = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args(["probe"])
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: no GPU adapter"), "{stderr}");
+}

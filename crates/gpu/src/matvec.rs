@@ -160,6 +160,15 @@ mod tests {
         assert_eq!(dispatch_size(4 * 70000, 65535), (65535, 2));
     }
 
+    /// The probe's shader validates too.
+    #[test]
+    fn probe_shader_validates() {
+        let module = naga::front::wgsl::parse_str(crate::probe::SHADER).expect("probe.wgsl parses");
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+            .validate(&module)
+            .expect("probe.wgsl validates");
+    }
+
     /// Every entry point parses and validates with naga, without a GPU (so a shader error is a
     /// test failure here, not an `unwrap` at pipeline creation on someone's machine).
     #[test]

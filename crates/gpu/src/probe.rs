@@ -1,1 +1,142 @@
+//! Bandwidth probe: read GB/s of a streaming kernel (median of ≥ 5 runs after warm-up), the
+//! cost of one more dispatch inside a pass, and of a submit + read-back round trip. These are
+//! the measured roof and the fixed per-token costs of the model in DESIGN.md:
+//! `time per token ≈ bytes ÷ bandwidth + dispatches × cost per dispatch + sync`.
 
+use crate::GpuContext;
+use serde::Serialize;
+
+pub const SHADER: &str = include_str!("probe.wgsl");
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeResult {
+    pub bytes: u64,
+    pub read_gb_s: f64,
+    pub read_gb_s_runs: Vec<f64>,
+    pub dispatch_us: f64,
+    pub round_trip_ms: f64,
+}
+
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Bytes streamed: 256 MB where the device allows, else half its largest binding.
+pub fn probe_bytes(ctx: &GpuContext) -> u64 {
+    let limit = ctx
+        .limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size);
+    (256u64 << 20).min(limit / 2) / 16 * 16
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub fn run(ctx: &GpuContext, runs: usize) -> Result<ProbeResult, crate::GpuError> {
+    use std::time::Instant;
+    let dev = &ctx.device;
+    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("probe.wgsl"),
+        source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+    });
+    let pipeline = |entry: &str| {
+        dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: None,
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        })
+    };
+    let (stream, tiny) = (pipeline("stream_read"), pipeline("tiny"));
+    let bytes = probe_bytes(ctx);
+    let src = dev.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("probe source"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let sink = dev.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("probe sink"),
+        size: 1024,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let bind = |p: &wgpu::ComputePipeline, with_src: bool| {
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 1,
+            resource: sink.as_entire_binding(),
+        }];
+        if with_src {
+            entries.insert(
+                0,
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: src.as_entire_binding(),
+                },
+            );
+        }
+        dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &p.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    };
+    let (stream_bind, tiny_bind) = (bind(&stream, true), bind(&tiny, false));
+    let groups = (bytes / 16 / 256).clamp(1, 4096) as u32;
+    let wait = || {
+        dev.poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| crate::GpuError::Readback(e.to_string()))
+    };
+    // Times one submit of a pass holding `n` dispatches of `p`, waiting for completion.
+    let timed = |p: &wgpu::ComputePipeline, b: &wgpu::BindGroup, n: u32, groups: u32| -> Result<f64, crate::GpuError> {
+        let mut enc = dev.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(p);
+            pass.set_bind_group(0, b, &[]);
+            for _ in 0..n {
+                pass.dispatch_workgroups(groups, 1, 1);
+            }
+        }
+        let start = Instant::now();
+        ctx.queue.submit([enc.finish()]);
+        wait()?;
+        Ok(start.elapsed().as_secs_f64())
+    };
+    timed(&stream, &stream_bind, 1, groups)?; // warm-up: first use, shader compilation
+    let runs = runs.max(5);
+    let mut gb_s = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        gb_s.push(bytes as f64 / timed(&stream, &stream_bind, 1, groups)? / 1e9);
+    }
+    const MANY: u32 = 200;
+    timed(&tiny, &tiny_bind, MANY, 1)?;
+    let (mut one, mut many) = (vec![], vec![]);
+    for _ in 0..runs {
+        one.push(timed(&tiny, &tiny_bind, 1, 1)?);
+        many.push(timed(&tiny, &tiny_bind, MANY, 1)?);
+    }
+    let dispatch_us = ((median(&many) - median(&one)) / (MANY - 1) as f64 * 1e6).max(0.0);
+    let mut trips = vec![];
+    for _ in 0..runs {
+        let start = Instant::now();
+        timed(&tiny, &tiny_bind, 1, 1)?;
+        crate::readback::read_f32(ctx, &sink, 1)?;
+        trips.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(ProbeResult {
+        bytes,
+        read_gb_s: median(&gb_s),
+        read_gb_s_runs: gb_s,
+        dispatch_us,
+        round_trip_ms: median(&trips),
+    })
+}

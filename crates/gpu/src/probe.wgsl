@@ -1,0 +1,25 @@
+// The device's measured roofline: stream a large buffer with the matvec's access pattern
+// (consecutive lanes read consecutive 16-byte words) and fold it so nothing is optimized away.
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> sink: array<u32>;
+
+@compute @workgroup_size(256)
+fn stream_read(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let threads = nwg.x * 256u;
+    var acc = vec4<u32>(0u);
+    for (var i = gid.x; i < arrayLength(&src); i += threads) {
+        acc ^= src[i];
+    }
+    let folded = acc.x ^ acc.y ^ acc.z ^ acc.w;
+    // A value the data never produces, so the write is conditional on every read.
+    if (folded == 0x9E3779B9u) {
+        sink[gid.x % arrayLength(&sink)] = folded;
+    }
+}
+
+// The smallest useful dispatch: what a kernel launch costs beyond its work.
+@compute @workgroup_size(1)
+fn tiny(@builtin(global_invocation_id) gid: vec3<u32>) {
+    sink[0] = sink[0] + 1u;
+}
