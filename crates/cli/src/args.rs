@@ -32,6 +32,8 @@ pub enum Command {
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
 pub enum Backend {
     Cpu,
+    /// wgpu (Vulkan/Metal/DX12); first version: decode one token per pass.
+    Gpu,
 }
 
 #[derive(clap::Args)]

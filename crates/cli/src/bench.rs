@@ -54,6 +54,12 @@ pub fn run(a: BenchArgs) -> CliResult {
     if a.tokens < 2 || a.prompt_tokens == 0 {
         return Err("--tokens must be at least 2 and --prompt-tokens at least 1".into());
     }
+    if a.backend == crate::args::Backend::Gpu {
+        return Err(
+            "bench --backend gpu is not implemented yet (issue #3); `tokscope probe` measures the GPU's roofline"
+                .into(),
+        );
+    }
     let loaded = load(&a.model)?;
     let model = loaded.model.clone();
     let text = BENCH_TEXT.repeat(a.prompt_tokens.div_ceil(16) + 2);

@@ -259,3 +259,28 @@ fn no_adapter_is_one_clear_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("error: no GPU adapter"), "{stderr}");
 }
+
+#[test]
+fn gpu_backend_generates_the_same_greedy_text() {
+    let m = tiny();
+    let cpu = generate(&m, &["--prompt", "the cat", "--max-tokens", "8", "--ignore-eos"]);
+    let gpu = generate(
+        &m,
+        &[
+            "--prompt",
+            "the cat",
+            "--max-tokens",
+            "8",
+            "--ignore-eos",
+            "--backend",
+            "gpu",
+        ],
+    );
+    if !gpu.status.success() && std::env::var("TOKSCOPE_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: {}", String::from_utf8_lossy(&gpu.stderr));
+        return;
+    }
+    assert!(gpu.status.success(), "{}", String::from_utf8_lossy(&gpu.stderr));
+    assert_eq!(gpu.stdout, cpu.stdout);
+    assert!(String::from_utf8_lossy(&gpu.stderr).contains("(8 tokens)"));
+}

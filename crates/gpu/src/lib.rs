@@ -2,6 +2,7 @@
 //! SwiftShader on the CPU in tests) and in the browser (WebGPU).
 
 pub mod device;
+pub mod engine;
 pub mod matvec;
 pub mod probe;
 pub mod readback;

@@ -29,7 +29,7 @@ struct Params {
     rows: u32,
     cols: u32,
     scales_at: u32,
-    _pad: u32,
+    accumulate: u32,
 }
 
 /// A weight matrix on the GPU with its kernel parameters.
@@ -44,6 +44,12 @@ pub struct GpuMatrix {
 
 impl GpuMatrix {
     pub fn upload(ctx: &GpuContext, name: &str, packed: &Packed) -> Result<Self, GpuError> {
+        Self::upload_with(ctx, name, packed, false)
+    }
+
+    /// With `accumulate`, the kernel adds into its output (`y += W·x`): the residual add fused
+    /// into the projection that produces it.
+    pub fn upload_with(ctx: &GpuContext, name: &str, packed: &Packed, accumulate: bool) -> Result<Self, GpuError> {
         ctx.check_binding(name, packed.n_bytes())?;
         let weights = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(name),
@@ -54,7 +60,7 @@ impl GpuMatrix {
             rows: packed.rows as u32,
             cols: packed.cols as u32,
             scales_at: packed.scales_at as u32,
-            _pad: 0,
+            accumulate: accumulate as u32,
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("matvec params"),
@@ -160,13 +166,18 @@ mod tests {
         assert_eq!(dispatch_size(4 * 70000, 65535), (65535, 2));
     }
 
-    /// The probe's shader validates too.
+    /// The probe's and the layer ops' shaders validate too.
     #[test]
-    fn probe_shader_validates() {
-        let module = naga::front::wgsl::parse_str(crate::probe::SHADER).expect("probe.wgsl parses");
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-            .validate(&module)
-            .expect("probe.wgsl validates");
+    fn other_shaders_validate() {
+        for (name, src) in [
+            ("probe.wgsl", crate::probe::SHADER),
+            ("ops.wgsl", crate::engine::OPS_SHADER),
+        ] {
+            let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {e}"));
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        }
     }
 
     /// Every entry point parses and validates with naga, without a GPU (so a shader error is a

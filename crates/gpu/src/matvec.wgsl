@@ -6,7 +6,8 @@ struct Params {
     rows: u32,
     cols: u32,
     scales_at: u32,
-    _pad: u32,
+    // 1: y += W·x (the residual add fused into the projection), 0: y = W·x.
+    accumulate: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
@@ -33,7 +34,7 @@ fn finish(lid: u32, row: u32, acc: f32) {
         workgroupBarrier();
     }
     if (lid % LANES == 0u && row < p.rows) {
-        y[row] = partial[lid];
+        y[row] = select(0.0, y[row], p.accumulate == 1u) + partial[lid];
     }
 }
 

@@ -1,0 +1,84 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! The GPU engine on SmolLM2-135M Q4_1 against llama.cpp's fixtures, by the same rule as the CPU
+//! engine (crates/core/tests/llamacpp_parity.rs): no more top-1 flips at gap ≥ 0.1 under teacher
+//! forcing than llama.cpp's own numerics variants make, none at gap ≥ 0.5.
+
+mod common;
+
+use serde::Deserialize;
+use std::sync::Arc;
+use tokscope_core::model::Model;
+use tokscope_core::sampling::argmax;
+use tokscope_gpu::engine::GpuEngine;
+
+#[derive(Deserialize)]
+struct Step {
+    token: u32,
+    gap: f32,
+}
+
+#[derive(Deserialize)]
+struct Prompt {
+    name: String,
+    prompt_ids: Vec<u32>,
+    steps: Vec<Step>,
+}
+
+#[derive(Deserialize)]
+struct SelfNoise {
+    flips: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Generations {
+    self_noise: Vec<SelfNoise>,
+    prompts: Vec<Prompt>,
+}
+
+#[test]
+fn gpu_teacher_forced_top1_agrees_with_llamacpp() {
+    let Some(ctx) = common::gpu() else { return };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let path = format!("{root}/public/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}; run `cargo xtask fetch-model`"));
+    let model = Arc::new(Model::load(bytes).unwrap());
+    let fixtures = format!("{root}/crates/core/tests/fixtures/llamacpp/generations.json");
+    let g: Generations = serde_json::from_str(&std::fs::read_to_string(fixtures).unwrap()).unwrap();
+    let mut gpu = GpuEngine::new(Arc::new(ctx), model, 256, |_, _| {}).unwrap();
+    let (mut flips, mut confident) = (vec![], 0);
+    for p in &g.prompts {
+        gpu.reset();
+        let mut logits = gpu.prefill(&p.prompt_ids).unwrap();
+        let mut agree = 0;
+        for (i, s) in p.steps.iter().enumerate() {
+            let ours = argmax(&logits);
+            agree += (ours == s.token) as usize;
+            if s.gap >= 0.1 {
+                confident += 1;
+                if ours != s.token {
+                    flips.push((
+                        s.gap,
+                        format!(
+                            "{} step {i}: gpu {ours}, llama.cpp {} (gap {:.3})",
+                            p.name, s.token, s.gap
+                        ),
+                    ));
+                }
+            }
+            logits = gpu.decode(s.token).unwrap();
+        }
+        println!("{}: top-1 agrees at {agree}/{} steps", p.name, p.steps.len());
+    }
+    println!(
+        "gpu: {} flips of {confident} steps with gap ≥ 0.1: {:?}",
+        flips.len(),
+        flips
+    );
+    let self_flips = g.self_noise.iter().map(|n| n.flips.len()).max().unwrap();
+    assert!(
+        flips.len() <= self_flips,
+        "{} flips; llama.cpp's own variants make at most {self_flips}",
+        flips.len()
+    );
+    assert!(flips.iter().all(|f| f.0 < 0.5), "{flips:?}");
+}
