@@ -9,6 +9,7 @@ use std::time::Instant;
 use tokscope_core::cpu::CpuEngine;
 use tokscope_core::cpu::parallel::threads;
 use tokscope_core::sampling::argmax;
+use tokscope_core::stats::median;
 
 /// Prompt text for benchmarks: ordinary prose, repeated to the requested length.
 const BENCH_TEXT: &str = "The quick brown fox jumps over the lazy dog while the river runs past the old mill, and the miller counts the sacks of flour one by one before the evening bell. ";
@@ -31,17 +32,6 @@ struct BenchReport {
     bytes_per_token: f64,
     weight_bytes_per_token: u64,
     effective_gb_s: f64,
-}
-
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 pub fn run(a: BenchArgs) -> CliResult {

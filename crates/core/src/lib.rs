@@ -10,5 +10,6 @@ pub mod model;
 pub mod prompt;
 pub mod quant;
 pub mod sampling;
+pub mod stats;
 pub mod synthetic;
 pub mod tokenizer;

@@ -103,6 +103,25 @@ impl GpuContext {
         }
     }
 
+    pub fn shader(&self, label: &str, source: &str) -> wgpu::ShaderModule {
+        self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        })
+    }
+
+    /// A compute pipeline for one entry point, its bind group layout derived from the shader.
+    pub fn pipeline(&self, module: &wgpu::ShaderModule, entry: &str) -> wgpu::ComputePipeline {
+        self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: None,
+            module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        })
+    }
+
     /// Fails with a message naming the tensor when `size` cannot be one storage binding.
     pub fn check_binding(&self, tensor: &str, size: u64) -> Result<(), GpuError> {
         let binding = self.limits.max_storage_buffer_binding_size;

@@ -122,20 +122,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
         let capacity = context.clamp(1, c.context_length);
         let dev = &ctx.device;
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("ops.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(OPS_SHADER.into()),
-        });
-        let pipeline = |entry: &str| {
-            dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
+        let module = ctx.shader("ops.wgsl", OPS_SHADER);
+        let pipeline = |entry: &str| ctx.pipeline(&module, entry);
         let ops = Ops {
             rms_norm: pipeline("rms_norm"),
             rope_kv: pipeline("rope_kv"),

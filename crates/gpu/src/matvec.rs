@@ -96,22 +96,14 @@ pub struct MatvecKernels {
 
 impl MatvecKernels {
     pub fn new(ctx: &GpuContext) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("matvec.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
+        let module = ctx.shader("matvec.wgsl", SHADER);
         let pipelines = GgmlType::SUPPORTED
             .iter()
             .map(|&ty| {
-                let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: entry_point(ty),
-                    layout: None,
-                    module: &module,
-                    entry_point: entry_point(ty),
-                    compilation_options: Default::default(),
-                    cache: None,
-                });
-                (ty, pipeline)
+                (
+                    ty,
+                    ctx.pipeline(&module, entry_point(ty).expect("every supported type has a kernel")),
+                )
             })
             .collect();
         Self {

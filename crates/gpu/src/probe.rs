@@ -17,17 +17,6 @@ pub struct ProbeResult {
     pub round_trip_ms: f64,
 }
 
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Bytes streamed: 256 MB where the device allows, else half its largest binding.
 pub fn probe_bytes(ctx: &GpuContext) -> u64 {
     let limit = ctx
@@ -40,22 +29,10 @@ pub fn probe_bytes(ctx: &GpuContext) -> u64 {
 #[cfg(not(target_arch = "wasm32"))]
 pub fn run(ctx: &GpuContext, runs: usize) -> Result<ProbeResult, crate::GpuError> {
     use std::time::Instant;
+    use tokscope_core::stats::median;
     let dev = &ctx.device;
-    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("probe.wgsl"),
-        source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-    });
-    let pipeline = |entry: &str| {
-        dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(entry),
-            layout: None,
-            module: &module,
-            entry_point: Some(entry),
-            compilation_options: Default::default(),
-            cache: None,
-        })
-    };
-    let (stream, tiny) = (pipeline("stream_read"), pipeline("tiny"));
+    let module = ctx.shader("probe.wgsl", SHADER);
+    let (stream, tiny) = (ctx.pipeline(&module, "stream_read"), ctx.pipeline(&module, "tiny"));
     let bytes = probe_bytes(ctx);
     let src = dev.create_buffer(&wgpu::BufferDescriptor {
         label: Some("probe source"),
