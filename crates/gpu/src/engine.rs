@@ -12,9 +12,8 @@ use crate::repack::repack;
 use crate::{GpuContext, GpuError};
 use std::sync::Arc;
 use tokscope_core::cpu::EngineError;
-use tokscope_core::cpu::ops::{rope_inv_freq, rope_table};
+use tokscope_core::cpu::ops::rope_table;
 use tokscope_core::model::{Model, Weight};
-use tokscope_core::quant::dequantize_row;
 use wgpu::util::DeviceExt;
 
 pub const OPS_SHADER: &str = include_str!("ops.wgsl");
@@ -96,12 +95,6 @@ fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     })
-}
-
-fn floats_of<B: AsRef<[u8]>>(model: &Model<B>, w: &Weight) -> Vec<f32> {
-    let mut out = vec![0f32; w.rows * w.cols];
-    dequantize_row(w.ty, model.data(w), &mut out).expect("validated at load");
-    out
 }
 
 impl<B: AsRef<[u8]>> GpuEngine<B> {
@@ -209,8 +202,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let ceil64 = |n: usize| (n as u32).div_ceil(64);
         for (li, l) in model.desc.layers.iter().enumerate() {
             let shape = shape_buf(li * capacity * kvd);
-            let attn_norm = table(&floats_of(&model, &l.attn_norm));
-            let ffn_norm = table(&floats_of(&model, &l.ffn_norm));
+            let attn_norm = table(&model.dequantized(&l.attn_norm));
+            let ffn_norm = table(&model.dequantized(&l.ffn_norm));
             let wq = upload(&l.wq, false, &mut matrices)?;
             let wk = upload(&l.wk, false, &mut matrices)?;
             let wv = upload(&l.wv, false, &mut matrices)?;
@@ -273,7 +266,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             dispatches.push(mv(wd, &matrices, &gate, &x));
         }
         let shape = shape_buf(0);
-        let out_norm = table(&floats_of(&model, &model.desc.output_norm));
+        let out_norm = table(&model.dequantized(&model.desc.output_norm));
         dispatches.push(Dispatch::Op(
             OpKind::RmsNorm,
             bind(&ops.rms_norm, &[(0, &x), (2, &xn), (5, &shape), (7, &out_norm)]),
@@ -281,9 +274,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         ));
         let head = upload(&model.desc.output, false, &mut matrices)?;
         dispatches.push(mv(head, &matrices, &xn, &logits));
-        let factors = model.desc.rope_freqs.as_ref().map(|w| floats_of(&model, w));
         Ok(Self {
-            inv_freq: rope_inv_freq(c.rope_dim, c.rope_freq_base, factors.as_deref()),
+            inv_freq: model.rope_inv_freq(),
             embed_row: vec![0.0; d],
             cos_sin: vec![0.0; c.head_dim],
             model,
@@ -341,10 +333,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             }
             .into());
         }
-        let embd = &self.model.desc.token_embd;
-        let rb = embd.row_bytes();
-        let row = &self.model.data(embd)[token as usize * rb..][..rb];
-        dequantize_row(embd.ty, row, &mut self.embed_row).expect("validated at load");
+        self.model.embed(token, &mut self.embed_row);
         let half = c.head_dim / 2;
         let (cos, sin) = self.cos_sin.split_at_mut(half);
         rope_table(self.pos, &self.inv_freq, cos, sin);

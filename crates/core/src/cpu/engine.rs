@@ -8,9 +8,9 @@
 use super::attention::{AttentionShape, MAX_HEAD_DIM, attention};
 use super::kv_cache::KvCache;
 use super::matmul::matmul;
-use super::ops::{add_in_place, apply_rope, rms_norm, rope_inv_freq, rope_table, silu_mul};
-use crate::model::{Model, Weight};
-use crate::quant::{Acts, dequantize_row};
+use super::ops::{add_in_place, apply_rope, rms_norm, rope_table, silu_mul};
+use crate::model::Model;
+use crate::quant::Acts;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -59,12 +59,6 @@ pub struct CpuEngine<B> {
     s: Scratch,
 }
 
-fn read_f32s<B: AsRef<[u8]>>(model: &Model<B>, w: &Weight) -> Vec<f32> {
-    let mut out = vec![0f32; w.rows * w.cols];
-    dequantize_row(w.ty, model.data(w), &mut out).expect("norms are validated as F32");
-    out
-}
-
 impl<B: AsRef<[u8]>> CpuEngine<B> {
     /// An engine with room for `context` tokens (capped at the model's trained context).
     pub fn new(model: Arc<Model<B>>, context: usize) -> Result<Self, EngineError> {
@@ -78,9 +72,8 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
             .desc
             .layers
             .iter()
-            .map(|l| [read_f32s(&model, &l.attn_norm), read_f32s(&model, &l.ffn_norm)])
+            .map(|l| [model.dequantized(&l.attn_norm), model.dequantized(&l.ffn_norm)])
             .collect();
-        let factors = model.desc.rope_freqs.as_ref().map(|w| read_f32s(&model, w));
         let s = Scratch {
             x: vec![0.0; n * c.d_model],
             xb: Acts::new(n, c.d_model),
@@ -101,8 +94,8 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
         Ok(Self {
             kv: KvCache::new(c.n_layers, context, c.kv_dim()),
             pos: 0,
-            output_norm: read_f32s(&model, &model.desc.output_norm),
-            inv_freq: rope_inv_freq(c.rope_dim, c.rope_freq_base, factors.as_deref()),
+            output_norm: model.dequantized(&model.desc.output_norm),
+            inv_freq: model.rope_inv_freq(),
             norms,
             model,
             s,
@@ -168,10 +161,8 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
         let bytes = model.gguf.bytes();
         let (n, d, pos0) = (tokens.len(), c.d_model, self.pos);
         let s = &mut self.s;
-        let embd = &model.desc.token_embd;
         for (t, &tok) in tokens.iter().enumerate() {
-            let row = &model.data(embd)[tok as usize * embd.row_bytes()..][..embd.row_bytes()];
-            dequantize_row(embd.ty, row, &mut s.x[t * d..(t + 1) * d]).expect("validated at load");
+            model.embed(tok, &mut s.x[t * d..(t + 1) * d]);
         }
         for a in [&mut s.xb, &mut s.att, &mut s.hb] {
             a.set_n(n);

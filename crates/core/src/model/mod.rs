@@ -10,6 +10,7 @@ pub use desc::{LayerDesc, ModelDesc, Weight};
 pub use error::ModelError;
 
 use crate::gguf::Gguf;
+use crate::quant::dequantize_row;
 
 pub struct Model<B> {
     pub gguf: Gguf<B>,
@@ -32,6 +33,29 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// The bytes of one weight.
     pub fn data(&self, w: &Weight) -> &[u8] {
         &self.gguf.bytes()[w.data.clone()]
+    }
+
+    /// A weight dequantized to f32 (norm weights, RoPE factors: small vectors read as floats).
+    pub fn dequantized(&self, w: &Weight) -> Vec<f32> {
+        let mut out = vec![0f32; w.rows * w.cols];
+        dequantize_row(w.ty, self.data(w), &mut out).expect("weight types are validated at load");
+        out
+    }
+
+    /// Writes token `token`'s embedding row into `out` (`d_model` floats). The caller has
+    /// checked `token` against the vocabulary.
+    pub fn embed(&self, token: u32, out: &mut [f32]) {
+        let embd = &self.desc.token_embd;
+        let rb = embd.row_bytes();
+        let row = &self.data(embd)[token as usize * rb..][..rb];
+        dequantize_row(embd.ty, row, out).expect("weight types are validated at load");
+    }
+
+    /// RoPE inverse frequencies for this model, with its Llama 3.1-style factors if present:
+    /// both engines rotate by exactly these.
+    pub fn rope_inv_freq(&self) -> Vec<f32> {
+        let factors = self.desc.rope_freqs.as_ref().map(|w| self.dequantized(w));
+        crate::cpu::ops::rope_inv_freq(self.config.rope_dim, self.config.rope_freq_base, factors.as_deref())
     }
 
     /// Bytes read from memory to decode the token at `position` (0-based): the weights once,
