@@ -1,59 +1,12 @@
 //! `tokscope generate`: stream the text to stdout, timings to stderr.
 
 use crate::CliResult;
-use crate::args::Backend;
 use crate::args::GenerateArgs;
-use crate::model_file::FileBytes;
+use crate::engine::Engine;
 use crate::model_file::load;
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Instant;
-use tokscope_core::cpu::{CpuEngine, EngineError};
-use tokscope_core::model::Model;
-use tokscope_gpu::GpuContext;
-use tokscope_gpu::engine::GpuEngine;
-
-/// The engine `--backend` chose; both return the logits of the next token.
-enum Engine {
-    Cpu(Box<CpuEngine<FileBytes>>),
-    Gpu(Box<GpuEngine<FileBytes>>),
-}
-
-impl Engine {
-    fn new(backend: Backend, model: Arc<Model<FileBytes>>, context: usize) -> Result<Self, String> {
-        Ok(match backend {
-            Backend::Cpu => Engine::Cpu(Box::new(CpuEngine::new(model, context).map_err(|e| e.to_string())?)),
-            Backend::Gpu => {
-                let ctx = Arc::new(GpuContext::new_blocking().map_err(|e| e.to_string())?);
-                Engine::Gpu(Box::new(
-                    GpuEngine::new(ctx, model, context, |_, _| {}).map_err(|e| e.to_string())?,
-                ))
-            }
-        })
-    }
-
-    fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, String> {
-        match self {
-            Engine::Cpu(e) => e.prefill(tokens).map(<[f32]>::to_vec).map_err(|e| e.to_string()),
-            Engine::Gpu(e) => e.prefill(tokens).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn decode(&mut self, token: u32) -> Result<Vec<f32>, String> {
-        match self {
-            Engine::Cpu(e) => e.decode(token).map(<[f32]>::to_vec).map_err(|e| e.to_string()),
-            Engine::Gpu(e) => e.decode(token).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn full(&self) -> Option<usize> {
-        let (pos, cap) = match self {
-            Engine::Cpu(e) => (e.position(), e.context_capacity()),
-            Engine::Gpu(e) => (e.position(), e.context_capacity()),
-        };
-        (pos == cap).then_some(cap)
-    }
-}
+use tokscope_core::cpu::EngineError;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
 use tokscope_core::sampling::{Sampler, SamplingParams};
 
@@ -84,7 +37,7 @@ pub fn run(a: GenerateArgs) -> CliResult {
     let mut engine = Engine::new(a.backend, loaded.model.clone(), context)?;
 
     let start = Instant::now();
-    let mut next = sampler.sample(&engine.prefill(&tokens)?);
+    let mut next = engine.prefill(&tokens, &mut sampler)?;
     let ttft = start.elapsed();
     let mut stream = tok.stream();
     let mut out = std::io::stdout().lock();
@@ -108,7 +61,7 @@ pub fn run(a: GenerateArgs) -> CliResult {
             note = Some(format!("stopped: context full ({capacity} tokens)"));
             break;
         }
-        next = sampler.sample(&engine.decode(next)?);
+        next = engine.decode(next, &mut sampler)?;
     }
     let decode_s = decode_start.elapsed().as_secs_f64();
     let _ = writeln!(out);

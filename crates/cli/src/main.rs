@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod engine;
 mod generate;
 mod inspect;
 mod model_file;

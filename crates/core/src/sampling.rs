@@ -104,6 +104,43 @@ impl Sampler {
             c.truncate(p.top_k);
         }
         c.sort_unstable_by(by_logit_desc);
+        self.pick()
+    }
+
+    /// How many of the highest logits [`Sampler::sample_top`] needs to choose exactly as
+    /// [`Sampler::sample`] would (1 when greedy, `top_k` with a top-k cut); `None` when every
+    /// logit counts. A GPU engine then reads back this many candidates instead of the vocabulary.
+    pub fn candidates_needed(&self) -> Option<usize> {
+        if self.params.is_greedy() {
+            Some(1)
+        } else if self.params.top_k > 0 {
+            Some(self.params.top_k)
+        } else {
+            None
+        }
+    }
+
+    /// Samples from the highest logits as `(logit, token)`, highest first with ties by lower
+    /// token (the order [`Sampler::sample`] sorts into), at least
+    /// [`Sampler::candidates_needed`] of them: the same choice, from the same random stream.
+    pub fn sample_top(&mut self, top: &[(f32, u32)]) -> u32 {
+        if self.params.is_greedy() {
+            return top[0].1;
+        }
+        let k = if self.params.top_k > 0 {
+            self.params.top_k.min(top.len())
+        } else {
+            top.len()
+        };
+        self.candidates.clear();
+        self.candidates.extend_from_slice(&top[..k]);
+        self.pick()
+    }
+
+    /// Temperature, nucleus and the random draw over the sorted candidates.
+    fn pick(&mut self) -> u32 {
+        let p = self.params;
+        let c = &self.candidates;
         let max = c[0].0 as f64;
         let t = p.temperature as f64;
         self.probs.clear();
@@ -191,6 +228,23 @@ mod tests {
     }
 
     const PINNED_SEED_42: [u32; 8] = [31, 86, 64, 75, 86, 64, 14, 51];
+
+    /// What a GPU engine reads back (the top candidates) gives the CPU's choice, token for token.
+    #[test]
+    fn sampling_from_top_candidates_matches_sampling_from_logits() {
+        let logits: Vec<f32> = (0..500).map(|i| ((i * 7919 % 997) as f32 / 97.0).sin() * 4.0).collect();
+        let mut sorted: Vec<(f32, u32)> = logits.iter().enumerate().map(|(i, &l)| (l, i as u32)).collect();
+        sorted.sort_by(by_logit_desc);
+        for (t, k, top_p) in [(0.0, 40, 1.0), (0.8, 40, 0.9), (1.3, 5, 1.0), (0.7, 1, 1.0)] {
+            let mut a = Sampler::new(params(t, k, top_p, 7)).unwrap();
+            let mut b = Sampler::new(params(t, k, top_p, 7)).unwrap();
+            let need = b.candidates_needed().unwrap();
+            for _ in 0..50 {
+                assert_eq!(a.sample(&logits), b.sample_top(&sorted[..need]));
+            }
+        }
+        assert_eq!(Sampler::new(params(0.8, 0, 1.0, 1)).unwrap().candidates_needed(), None);
+    }
 
     #[test]
     fn invalid_parameters_are_rejected() {

@@ -16,6 +16,8 @@ pub enum GpuError {
         limit: u64,
         which: &'static str,
     },
+    #[error("tensor {tensor:?} has rows of {cols} values; the GPU kernels stage at most {max} per row")]
+    TooWide { tensor: String, cols: usize, max: usize },
     #[error("reading results back from the GPU failed: {0}")]
     Readback(String),
     #[error(transparent)]
@@ -112,12 +114,25 @@ impl GpuContext {
 
     /// A compute pipeline for one entry point, its bind group layout derived from the shader.
     pub fn pipeline(&self, module: &wgpu::ShaderModule, entry: &str) -> wgpu::ComputePipeline {
+        self.pipeline_with(module, entry, &[])
+    }
+
+    /// [`GpuContext::pipeline`] with values for the shader's `override` constants.
+    pub fn pipeline_with(
+        &self,
+        module: &wgpu::ShaderModule,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> wgpu::ComputePipeline {
         self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: None,
             module,
             entry_point: Some(entry),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants,
+                ..Default::default()
+            },
             cache: None,
         })
     }

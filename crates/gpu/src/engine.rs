@@ -1,13 +1,20 @@
 //! The GPU executor of a [`ModelDesc`](tokscope_core::model::ModelDesc), decoding one token per
 //! submit: every pipeline, buffer and bind group is made at load; a token writes its embedding
-//! row, RoPE table and position (a few KB), records one compute pass and submits it once.
+//! row, RoPE table and step uniform (a few KB), records one compute pass and submits it once,
+//! with the copy of its result (the top-k candidates: 8 bytes when greedy) in the same submit.
 //!
-//! First version: 12 dispatches per layer (RMSNorm, Q, K, V, RoPE + KV write, attention,
-//! output projection with the residual add fused, RMSNorm, gate, up, SwiGLU, down with the
-//! residual add fused) and the logits read back to the CPU for sampling. Fusing to ≤ 6 per
-//! layer, argmax on the GPU, batched prefill and timestamps come next (issue #3).
+//! Five dispatches per layer, each a fused kernel:
+//! 1. RMSNorm → Q·K·V (one stacked matrix) → RoPE on Q and K, K and V into the cache;
+//! 2. attention of the one query over the cache;
+//! 3. output projection, added into the residual stream;
+//! 4. RMSNorm → gate·up (rows interleaved) → SwiGLU;
+//! 5. down projection, added into the residual stream;
+//!
+//! then RMSNorm → output head, and top-k of the logits: 5 × layers + 2.
 
-use crate::matvec::{GpuMatrix, MatvecKernels};
+use crate::fused::fuse;
+use crate::matvec::{Epilogue, GpuMatrix, MatvecCall, MatvecIo, MatvecKernels, Step};
+use crate::readback::Staging;
 use crate::repack::repack;
 use crate::{GpuContext, GpuError};
 use std::sync::Arc;
@@ -17,6 +24,8 @@ use tokscope_core::model::{Model, Weight};
 use wgpu::util::DeviceExt;
 
 pub const OPS_SHADER: &str = include_str!("ops.wgsl");
+/// The most candidates the top-k kernel returns; samplers wanting more read every logit.
+pub const MAX_TOP_K: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GpuEngineError {
@@ -41,51 +50,65 @@ struct Shape {
     capacity: u32,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Step {
-    pos: u32,
-    len: u32,
-    _pad: [u32; 2],
-}
-
-struct Ops {
-    rms_norm: wgpu::ComputePipeline,
-    rope_kv: wgpu::ComputePipeline,
-    attention: wgpu::ComputePipeline,
-    silu_mul: wgpu::ComputePipeline,
-}
-
-/// One dispatch, recorded per token: pipeline, bind group, workgroup count.
-enum Dispatch {
-    Matvec(usize, wgpu::BindGroup),
-    Op(OpKind, wgpu::BindGroup, u32),
-}
-
-#[derive(Clone, Copy)]
-enum OpKind {
-    RmsNorm,
-    RopeKv,
+/// What a dispatch computes, for the time split per kernel class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelClass {
+    /// The layers' matrix products with their fused norms and epilogues.
+    Matvec,
     Attention,
-    SiluMul,
+    /// RMSNorm → output head, and the top-k of the logits.
+    Head,
+}
+
+enum Dispatch {
+    Matvec(MatvecCall),
+    Attention(wgpu::BindGroup, u32),
+    TopK(wgpu::BindGroup),
+}
+
+impl Dispatch {
+    fn class(&self, is_head: bool) -> KernelClass {
+        match self {
+            _ if is_head => KernelClass::Head,
+            Dispatch::Matvec(_) => KernelClass::Matvec,
+            Dispatch::Attention(..) => KernelClass::Attention,
+            Dispatch::TopK(_) => KernelClass::Head,
+        }
+    }
+}
+
+/// What a submitted token leaves to read back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The `k` (1 ≤ k ≤ [`MAX_TOP_K`]) highest logits with their tokens.
+    Top(usize),
+    /// Every logit.
+    Logits,
 }
 
 pub struct GpuEngine<B> {
     model: Arc<Model<B>>,
     pub ctx: Arc<GpuContext>,
     matvec: MatvecKernels,
-    ops: Ops,
-    matrices: Vec<GpuMatrix>,
+    attention: wgpu::ComputePipeline,
+    top_k: wgpu::ComputePipeline,
     dispatches: Vec<Dispatch>,
+    classes: Vec<KernelClass>,
     x: wgpu::Buffer,
     logits: wgpu::Buffer,
+    candidates: wgpu::Buffer,
     rope: wgpu::Buffer,
     step: wgpu::Buffer,
+    staging: Staging,
+    pending: Option<Want>,
+    read_buf: Vec<u8>,
     inv_freq: Vec<f32>,
     capacity: usize,
     pos: usize,
     embed_row: Vec<f32>,
     cos_sin: Vec<f32>,
+    weight_bytes: u64,
 }
 
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
@@ -99,7 +122,7 @@ fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
 
 impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// Uploads the model (repacking every matrix once) with room for `context` tokens.
-    /// `progress(done, total)` is called with bytes uploaded.
+    /// `progress(done, total)` is called with weight bytes uploaded.
     pub fn new(
         ctx: Arc<GpuContext>,
         model: Arc<Model<B>>,
@@ -116,24 +139,16 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let capacity = context.clamp(1, c.context_length);
         let dev = &ctx.device;
         let module = ctx.shader("ops.wgsl", OPS_SHADER);
-        let pipeline = |entry: &str| ctx.pipeline(&module, entry);
-        let ops = Ops {
-            rms_norm: pipeline("rms_norm"),
-            rope_kv: pipeline("rope_kv"),
-            attention: pipeline("attention"),
-            silu_mul: pipeline("silu_mul"),
-        };
+        let attention = ctx.pipeline(&module, "attention");
+        let top_k = ctx.pipeline(&module, "top_k");
         let matvec = MatvecKernels::new(&ctx);
         let (d, qd, kvd, fd) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
         let x = storage(&ctx, "x", d);
-        let xn = storage(&ctx, "xn", d);
         let q = storage(&ctx, "q", qd);
-        let k = storage(&ctx, "k", kvd);
-        let v = storage(&ctx, "v", kvd);
         let att = storage(&ctx, "att", qd);
-        let gate = storage(&ctx, "gate", fd);
-        let up = storage(&ctx, "up", fd);
+        let h = storage(&ctx, "swiglu", fd);
         let logits = storage(&ctx, "logits", c.vocab_size);
+        let candidates = storage(&ctx, "top-k", 2 * MAX_TOP_K);
         let cache_floats = c.n_layers * capacity * kvd;
         ctx.check_binding("KV cache", (cache_floats * 4) as u64)?;
         let kc = storage(&ctx, "K cache", cache_floats);
@@ -148,18 +163,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         });
         let total: u64 = model.desc.weights().iter().map(|w| w.n_bytes()).sum();
         let mut done = 0u64;
-        let mut matrices = Vec::new();
-        let mut upload =
-            |w: &Weight, accumulate: bool, matrices: &mut Vec<GpuMatrix>| -> Result<usize, GpuEngineError> {
-                let packed = repack(w.ty, w.rows, w.cols, model.data(w)).map_err(GpuError::from)?;
-                matrices.push(GpuMatrix::upload_with(&ctx, &w.name, &packed, accumulate)?);
-                done += w.n_bytes();
-                progress(done, total);
-                Ok(matrices.len() - 1)
-            };
-        let shape_buf = |cache_at: usize| {
+        let mut weight_bytes = 0u64;
+        let mut upload = |name: &str, parts: &[&Weight], interleave: bool| -> Result<GpuMatrix, GpuEngineError> {
+            let (ty, bytes) = fuse(&model, parts, interleave);
+            let rows = parts.iter().map(|w| w.rows).sum();
+            let packed = repack(ty, rows, parts[0].cols, &bytes).map_err(GpuError::from)?;
+            let m = GpuMatrix::upload(&ctx, name, &packed)?;
+            weight_bytes += packed.n_bytes();
+            done += parts.iter().map(|w| w.n_bytes()).sum::<u64>();
+            progress(done.min(total), total);
+            Ok(m)
+        };
+        let shape_buf = |cache_at: usize, rows: usize| {
             let s = Shape {
-                d: d as u32,
+                d: rows as u32,
                 eps: c.rms_eps,
                 n_heads: c.n_heads as u32,
                 n_kv_heads: c.n_kv_heads as u32,
@@ -195,50 +212,45 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 entries: &entries,
             })
         };
+        let eps = c.rms_eps;
+        fn io<'a>(
+            x: &'a wgpu::Buffer,
+            y: &'a wgpu::Buffer,
+            norm: Option<(&'a wgpu::Buffer, f32)>,
+            epilogue: Epilogue<'a>,
+            step: &'a wgpu::Buffer,
+        ) -> MatvecIo<'a> {
+            MatvecIo {
+                x,
+                y,
+                norm,
+                epilogue,
+                step,
+            }
+        }
         let mut dispatches = Vec::new();
-        let mv = |m: usize, matrices: &[GpuMatrix], input: &wgpu::Buffer, output: &wgpu::Buffer| {
-            Dispatch::Matvec(m, matvec.bind(&ctx, &matrices[m], input, output))
-        };
-        let ceil64 = |n: usize| (n as u32).div_ceil(64);
         for (li, l) in model.desc.layers.iter().enumerate() {
-            let shape = shape_buf(li * capacity * kvd);
+            let cache_at = li * capacity * kvd;
             let attn_norm = table(&model.dequantized(&l.attn_norm));
             let ffn_norm = table(&model.dequantized(&l.ffn_norm));
-            let wq = upload(&l.wq, false, &mut matrices)?;
-            let wk = upload(&l.wk, false, &mut matrices)?;
-            let wv = upload(&l.wv, false, &mut matrices)?;
-            let wo = upload(&l.wo, true, &mut matrices)?;
-            let wg = upload(&l.w_gate, false, &mut matrices)?;
-            let wu = upload(&l.w_up, false, &mut matrices)?;
-            let wd = upload(&l.w_down, true, &mut matrices)?;
-            dispatches.push(Dispatch::Op(
-                OpKind::RmsNorm,
-                bind(&ops.rms_norm, &[(0, &x), (2, &xn), (5, &shape), (7, &attn_norm)]),
-                1,
-            ));
-            dispatches.push(mv(wq, &matrices, &xn, &q));
-            dispatches.push(mv(wk, &matrices, &xn, &k));
-            dispatches.push(mv(wv, &matrices, &xn, &v));
-            let rope_bind = bind(
-                &ops.rope_kv,
-                &[
-                    (0, &q),
-                    (1, &k),
-                    (2, &v),
-                    (3, &kc),
-                    (4, &vc),
-                    (5, &shape),
-                    (6, &step),
-                    (7, &rope),
-                ],
-            );
-            dispatches.push(Dispatch::Op(
-                OpKind::RopeKv,
-                rope_bind,
-                ceil64(qd / 2 + kvd / 2).max(ceil64(kvd)),
-            ));
+            let wqkv = upload(&format!("blk.{li}.attn_qkv"), &[&l.wq, &l.wk, &l.wv], false)?;
+            let wo = upload(&l.wo.name, &[&l.wo], false)?;
+            let wgu = upload(&format!("blk.{li}.ffn_gate_up"), &[&l.w_gate, &l.w_up], true)?;
+            let wd = upload(&l.w_down.name, &[&l.w_down], false)?;
+            let rope_kv = Epilogue::RopeKv {
+                q_rows: qd,
+                kv_rows: kvd,
+                head_dim: c.head_dim,
+                cache_at,
+                k_cache: &kc,
+                v_cache: &vc,
+                rope: &rope,
+            };
+            let mv = |m: &GpuMatrix, io| Dispatch::Matvec(matvec.bind(&ctx, m, io));
+            dispatches.push(mv(&wqkv, io(&x, &q, Some((&attn_norm, eps)), rope_kv, &step)));
+            let shape = shape_buf(cache_at, d);
             let att_bind = bind(
-                &ops.attention,
+                &attention,
                 &[
                     (0, &q),
                     (2, &att),
@@ -249,31 +261,30 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                     (8, &scratch),
                 ],
             );
-            dispatches.push(Dispatch::Op(OpKind::Attention, att_bind, c.n_heads as u32));
-            dispatches.push(mv(wo, &matrices, &att, &x));
-            dispatches.push(Dispatch::Op(
-                OpKind::RmsNorm,
-                bind(&ops.rms_norm, &[(0, &x), (2, &xn), (5, &shape), (7, &ffn_norm)]),
-                1,
-            ));
-            dispatches.push(mv(wg, &matrices, &xn, &gate));
-            dispatches.push(mv(wu, &matrices, &xn, &up));
-            dispatches.push(Dispatch::Op(
-                OpKind::SiluMul,
-                bind(&ops.silu_mul, &[(0, &gate), (1, &up), (5, &shape)]),
-                ceil64(fd),
-            ));
-            dispatches.push(mv(wd, &matrices, &gate, &x));
+            dispatches.push(Dispatch::Attention(att_bind, c.n_heads as u32));
+            dispatches.push(mv(&wo, io(&att, &x, None, Epilogue::Add, &step)));
+            dispatches.push(mv(&wgu, io(&x, &h, Some((&ffn_norm, eps)), Epilogue::SwiGlu, &step)));
+            dispatches.push(mv(&wd, io(&h, &x, None, Epilogue::Add, &step)));
         }
-        let shape = shape_buf(0);
         let out_norm = table(&model.dequantized(&model.desc.output_norm));
-        dispatches.push(Dispatch::Op(
-            OpKind::RmsNorm,
-            bind(&ops.rms_norm, &[(0, &x), (2, &xn), (5, &shape), (7, &out_norm)]),
-            1,
-        ));
-        let head = upload(&model.desc.output, false, &mut matrices)?;
-        dispatches.push(mv(head, &matrices, &xn, &logits));
+        let head = upload(&model.desc.output.name, &[&model.desc.output], false)?;
+        dispatches.push(Dispatch::Matvec(matvec.bind(
+            &ctx,
+            &head,
+            io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step),
+        )));
+        let shape = shape_buf(0, c.vocab_size);
+        dispatches.push(Dispatch::TopK(bind(
+            &top_k,
+            &[(0, &logits), (5, &shape), (6, &step), (9, &candidates)],
+        )));
+        let n = dispatches.len();
+        let classes = dispatches
+            .iter()
+            .enumerate()
+            .map(|(i, d)| d.class(i + 2 >= n))
+            .collect();
+        let staging = Staging::new(&ctx, (c.vocab_size * 4).max(MAX_TOP_K * 8) as u64);
         Ok(Self {
             inv_freq: model.rope_inv_freq(),
             embed_row: vec![0.0; d],
@@ -281,21 +292,22 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             model,
             ctx,
             matvec,
-            ops,
-            matrices,
+            attention,
+            top_k,
             dispatches,
+            classes,
             x,
             logits,
+            candidates,
             rope,
             step,
+            staging,
+            pending: None,
+            read_buf: Vec::new(),
             capacity,
             pos: 0,
+            weight_bytes,
         })
-    }
-
-    /// The buffer holding the last token's logits (vocabulary-many f32).
-    pub fn logits_buffer(&self) -> &wgpu::Buffer {
-        &self.logits
     }
 
     pub fn position(&self) -> usize {
@@ -315,9 +327,26 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.dispatches.len()
     }
 
-    /// Records and submits one token's pass without waiting; the logits are then in the GPU's
-    /// logits buffer (native [`GpuEngine::decode`] reads them back; the browser awaits a map).
-    pub fn submit(&mut self, token: u32) -> Result<(), GpuEngineError> {
+    /// Bytes of weights on the GPU (each read once per token).
+    pub fn weight_bytes(&self) -> u64 {
+        self.weight_bytes
+    }
+
+    /// The kernel class of every dispatch, in recording order.
+    pub fn kernel_classes(&self) -> &[KernelClass] {
+        &self.classes
+    }
+
+    fn result_bytes(&self, want: Want) -> u64 {
+        match want {
+            Want::Top(k) => (k * 8) as u64,
+            Want::Logits => (self.model.config.vocab_size * 4) as u64,
+        }
+    }
+
+    /// Checks the token and the context, then writes the token's embedding row, RoPE table and
+    /// step uniform.
+    fn prepare(&mut self, token: u32, want: Want) -> Result<(), GpuEngineError> {
         let c = &self.model.config;
         if token as usize >= c.vocab_size {
             return Err(EngineError::TokenOutOfRange {
@@ -333,6 +362,9 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             }
             .into());
         }
+        if let Want::Top(k) = want {
+            assert!((1..=MAX_TOP_K).contains(&k), "top-k of {k} candidates");
+        }
         self.model.embed(token, &mut self.embed_row);
         let half = c.head_dim / 2;
         let (cos, sin) = self.cos_sin.split_at_mut(half);
@@ -343,54 +375,240 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let step = Step {
             pos: self.pos as u32,
             len: self.pos as u32 + 1,
-            _pad: [0; 2],
+            k: match want {
+                Want::Top(k) => k as u32,
+                Want::Logits => 0,
+            },
+            _pad: 0,
         };
         q.write_buffer(&self.step, 0, bytemuck::bytes_of(&step));
+        Ok(())
+    }
+
+    fn record(&self, pass: &mut wgpu::ComputePass<'_>, d: &Dispatch) {
+        match d {
+            Dispatch::Matvec(call) => self.matvec.encode(pass, call),
+            Dispatch::Attention(bind, groups) => {
+                pass.set_pipeline(&self.attention);
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(*groups, 1, 1);
+            }
+            Dispatch::TopK(bind) => {
+                pass.set_pipeline(&self.top_k);
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+    }
+
+    fn copy_result(&self, enc: &mut wgpu::CommandEncoder, want: Want) {
+        let src = match want {
+            Want::Top(_) => &self.candidates,
+            Want::Logits => &self.logits,
+        };
+        self.staging.copy_from(enc, src, self.result_bytes(want));
+    }
+
+    /// Records and submits one token's pass (and the copy of its result) without waiting:
+    /// one encoder, one compute pass, one submit. Read the result with [`GpuEngine::read`]
+    /// (native) or [`GpuEngine::read_async`] (browser) before the next submit.
+    pub fn submit(&mut self, token: u32, want: Want) -> Result<(), GpuEngineError> {
+        self.submit_inner(token, Some(want))
+    }
+
+    /// A prompt token whose logits nobody reads: the layers only, without the output head.
+    pub fn submit_prompt_token(&mut self, token: u32) -> Result<(), GpuEngineError> {
+        self.submit_inner(token, None)
+    }
+
+    fn submit_inner(&mut self, token: u32, want: Option<Want>) -> Result<(), GpuEngineError> {
+        self.prepare(token, want.unwrap_or(Want::Top(1)))?;
+        let layers = match want {
+            Some(_) => self.dispatches.len(),
+            None => self.dispatches.len() - 2,
+        };
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            for d in &self.dispatches {
-                match d {
-                    Dispatch::Matvec(m, bind) => self.matvec.encode(&mut pass, &self.matrices[*m], bind),
-                    Dispatch::Op(kind, bind, groups) => {
-                        pass.set_pipeline(match kind {
-                            OpKind::RmsNorm => &self.ops.rms_norm,
-                            OpKind::RopeKv => &self.ops.rope_kv,
-                            OpKind::Attention => &self.ops.attention,
-                            OpKind::SiluMul => &self.ops.silu_mul,
-                        });
-                        pass.set_bind_group(0, bind, &[]);
-                        pass.dispatch_workgroups(*groups, 1, 1);
-                    }
-                }
+            for d in &self.dispatches[..layers] {
+                self.record(&mut pass, d);
             }
         }
-        q.submit([enc.finish()]);
+        if let Some(want) = want {
+            self.copy_result(&mut enc, want);
+        }
+        self.ctx.queue.submit([enc.finish()]);
+        self.pending = want;
         self.pos += 1;
         Ok(())
     }
 
-    /// Appends one token and returns the logits for the next (read back: the first version
-    /// samples on the CPU).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn decode(&mut self, token: u32) -> Result<Vec<f32>, GpuEngineError> {
-        self.submit(token)?;
-        Ok(crate::readback::read_f32(
-            &self.ctx,
-            &self.logits,
-            self.model.config.vocab_size,
-        )?)
+    fn decode_result(&self) -> Result<TokenResult, GpuEngineError> {
+        let words: &[u32] = bytemuck::cast_slice(&self.read_buf);
+        Ok(match self.pending {
+            Some(Want::Top(_)) => {
+                TokenResult::Top(words.chunks_exact(2).map(|p| (f32::from_bits(p[0]), p[1])).collect())
+            }
+            Some(Want::Logits) => TokenResult::Logits(bytemuck::cast_slice(words).to_vec()),
+            None => return Err(GpuError::Readback("nothing was submitted".into()).into()),
+        })
     }
 
-    /// The prompt, one token per pass for now (tiled prefill comes with issue #3).
+    /// Waits for the last submit and returns its result (native only).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>, GpuEngineError> {
+    pub fn read(&mut self) -> Result<TokenResult, GpuEngineError> {
+        let want = self
+            .pending
+            .ok_or_else(|| GpuError::Readback("nothing was submitted".into()))?;
+        self.staging
+            .read(&self.ctx, self.result_bytes(want), &mut self.read_buf)?;
+        let r = self.decode_result();
+        self.pending = None;
+        r
+    }
+
+    /// Awaits the last submit's result (the browser; the event loop drives the map).
+    pub async fn read_async(&mut self) -> Result<TokenResult, GpuEngineError> {
+        let want = self
+            .pending
+            .ok_or_else(|| GpuError::Readback("nothing was submitted".into()))?;
+        self.staging
+            .read_async(self.result_bytes(want), &mut self.read_buf)
+            .await?;
+        let r = self.decode_result();
+        self.pending = None;
+        r
+    }
+
+    /// Appends one token and returns every logit for the next (native; for tests and samplers
+    /// that need the whole distribution).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn decode(&mut self, token: u32) -> Result<Vec<f32>, GpuEngineError> {
+        self.submit(token, Want::Logits)?;
+        Ok(self.read()?.into_logits())
+    }
+
+    /// Appends one token and returns the `k` highest logits for the next, highest first.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn decode_top(&mut self, token: u32, k: usize) -> Result<Vec<(f32, u32)>, GpuEngineError> {
+        self.submit(token, Want::Top(k))?;
+        Ok(self.read()?.into_top())
+    }
+
+    /// The prompt, one token per pass (the result is read only for the last).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn prefill(&mut self, tokens: &[u32], want: Want) -> Result<TokenResult, GpuEngineError> {
         let Some((last, rest)) = tokens.split_last() else {
             return Err(EngineError::EmptyPrompt.into());
         };
-        for &t in rest {
-            self.submit(t)?;
+        if self.pos + tokens.len() > self.capacity {
+            return Err(EngineError::ContextFull {
+                needed: self.pos + tokens.len(),
+                capacity: self.capacity,
+            }
+            .into());
         }
-        self.decode(*last)
+        for &t in rest {
+            self.submit_prompt_token(t)?;
+        }
+        self.submit(*last, want)?;
+        self.read()
+    }
+
+    /// Decodes `token` like [`GpuEngine::submit`], but times each kernel class: with GPU
+    /// timestamps (one pass per dispatch, timestamps at its ends) where the adapter has
+    /// `timestamp-query`, else one submit per dispatch timed on the CPU (submit → done).
+    /// Returns seconds per class; the token's result is then read as usual.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn profile(&mut self, token: u32, want: Want) -> Result<Vec<(KernelClass, f64)>, GpuEngineError> {
+        self.prepare(token, want)?;
+        let n = self.dispatches.len();
+        let mut secs = vec![0f64; n];
+        if self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            let dev = &self.ctx.device;
+            let set = dev.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count: (2 * n) as u32,
+            });
+            let resolve = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("profile resolve"),
+                size: (16 * n) as u64,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let mut enc = dev.create_command_encoder(&Default::default());
+            for (i, d) in self.dispatches.iter().enumerate() {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &set,
+                        beginning_of_pass_write_index: Some((2 * i) as u32),
+                        end_of_pass_write_index: Some((2 * i + 1) as u32),
+                    }),
+                });
+                self.record(&mut pass, d);
+            }
+            enc.resolve_query_set(&set, 0..(2 * n) as u32, &resolve, 0);
+            self.ctx.queue.submit([enc.finish()]);
+            let raw = crate::readback::read_f32(&self.ctx, &resolve, 4 * n)?;
+            let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+            let period = self.ctx.queue.get_timestamp_period() as f64 * 1e-9;
+            for (i, s) in secs.iter_mut().enumerate() {
+                *s = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period;
+            }
+        } else {
+            for (i, d) in self.dispatches.iter().enumerate() {
+                let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    self.record(&mut pass, d);
+                }
+                let start = std::time::Instant::now();
+                self.ctx.queue.submit([enc.finish()]);
+                self.ctx
+                    .device
+                    .poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|e| GpuError::Readback(e.to_string()))?;
+                secs[i] = start.elapsed().as_secs_f64();
+            }
+        }
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        self.copy_result(&mut enc, want);
+        self.ctx.queue.submit([enc.finish()]);
+        self.pending = Some(want);
+        self.pos += 1;
+        let mut split: Vec<(KernelClass, f64)> = Vec::new();
+        for (class, s) in self.classes.iter().zip(secs) {
+            match split.iter_mut().find(|(c, _)| c == class) {
+                Some((_, t)) => *t += s,
+                None => split.push((*class, s)),
+            }
+        }
+        Ok(split)
+    }
+}
+
+/// A token's result as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenResult {
+    /// `(logit, token)`, highest first, ties by lower token.
+    Top(Vec<(f32, u32)>),
+    Logits(Vec<f32>),
+}
+
+impl TokenResult {
+    pub fn into_logits(self) -> Vec<f32> {
+        match self {
+            TokenResult::Logits(l) => l,
+            TokenResult::Top(_) => panic!("the token was submitted for its top-k, not its logits"),
+        }
+    }
+
+    pub fn into_top(self) -> Vec<(f32, u32)> {
+        match self {
+            TokenResult::Top(t) => t,
+            TokenResult::Logits(_) => panic!("the token was submitted for its logits, not its top-k"),
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod device;
 pub mod engine;
+pub mod fused;
 pub mod matvec;
 pub mod probe;
 pub mod readback;

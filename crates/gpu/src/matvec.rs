@@ -1,5 +1,6 @@
-//! Fused dequantize × matrix-vector kernels (matvec.wgsl), one entry point per weight type,
-//! and the weights they read, uploaded once.
+//! Fused dequantize × matrix-vector kernels (matvec.wgsl), one entry point per weight type, the
+//! weights they read (uploaded once), and what each call fuses around the product: the RMSNorm
+//! of its input and an epilogue (store, residual add, RoPE + KV-cache write, SwiGLU).
 
 use crate::repack::Packed;
 use crate::{GpuContext, GpuError};
@@ -8,8 +9,10 @@ use tokscope_core::quant::GgmlType;
 use wgpu::util::DeviceExt;
 
 pub const SHADER: &str = include_str!("matvec.wgsl");
-/// Rows each 64-thread workgroup computes (16 lanes per row).
-pub const ROWS_PER_GROUP: u32 = 4;
+/// Invocations per workgroup (matvec.wgsl's `WG`).
+pub const WORKGROUP: u32 = 64;
+/// The widest input a matvec stages in workgroup memory (matvec.wgsl's `MAX_COLS`).
+pub const MAX_COLS: usize = 8192;
 
 pub fn entry_point(ty: GgmlType) -> Option<&'static str> {
     Some(match ty {
@@ -29,43 +32,51 @@ struct Params {
     rows: u32,
     cols: u32,
     scales_at: u32,
-    accumulate: u32,
+    mode: u32,
+    norm: u32,
+    eps: f32,
+    q_rows: u32,
+    kv_rows: u32,
+    head_dim: u32,
+    cache_at: u32,
+    quantized: u32,
+    _pad: u32,
 }
 
-/// A weight matrix on the GPU with its kernel parameters.
+/// The per-token uniform every kernel reads: position, attended length, candidates wanted.
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Step {
+    pub pos: u32,
+    pub len: u32,
+    pub k: u32,
+    pub _pad: u32,
+}
+
+/// A weight matrix on the GPU.
 pub struct GpuMatrix {
     pub name: String,
     pub ty: GgmlType,
     pub rows: usize,
     pub cols: usize,
     pub weights: wgpu::Buffer,
-    params: wgpu::Buffer,
+    scales_at: usize,
 }
 
 impl GpuMatrix {
     pub fn upload(ctx: &GpuContext, name: &str, packed: &Packed) -> Result<Self, GpuError> {
-        Self::upload_with(ctx, name, packed, false)
-    }
-
-    /// With `accumulate`, the kernel adds into its output (`y += W·x`): the residual add fused
-    /// into the projection that produces it.
-    pub fn upload_with(ctx: &GpuContext, name: &str, packed: &Packed, accumulate: bool) -> Result<Self, GpuError> {
         ctx.check_binding(name, packed.n_bytes())?;
+        if packed.ty.is_quantized() && packed.cols > MAX_COLS {
+            return Err(GpuError::TooWide {
+                tensor: name.into(),
+                cols: packed.cols,
+                max: MAX_COLS,
+            });
+        }
         let weights = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(name),
             contents: bytemuck::cast_slice(&packed.words),
             usage: wgpu::BufferUsages::STORAGE,
-        });
-        let params = Params {
-            rows: packed.rows as u32,
-            cols: packed.cols as u32,
-            scales_at: packed.scales_at as u32,
-            accumulate: accumulate as u32,
-        };
-        let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("matvec params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
         });
         Ok(Self {
             name: name.to_string(),
@@ -73,14 +84,70 @@ impl GpuMatrix {
             rows: packed.rows,
             cols: packed.cols,
             weights,
-            params,
+            scales_at: packed.scales_at,
         })
     }
 }
 
+/// What a matvec call does with its result.
+pub enum Epilogue<'a> {
+    /// `y = W·x`.
+    Store,
+    /// `y += W·x`: the residual add fused into the projection that produces it.
+    Add,
+    /// Rows are Q, K, V stacked: Q is rotated into `y`, K rotated and V copied into this
+    /// position's row of the caches (`step.pos`), RoPE fused with the KV-cache write.
+    RopeKv {
+        q_rows: usize,
+        kv_rows: usize,
+        head_dim: usize,
+        cache_at: usize,
+        k_cache: &'a wgpu::Buffer,
+        v_cache: &'a wgpu::Buffer,
+        rope: &'a wgpu::Buffer,
+    },
+    /// Rows are gate and up interleaved: `y[i] = silu(row 2i) · row 2i+1`.
+    SwiGlu,
+}
+
+/// One matvec call's inputs and outputs.
+pub struct MatvecIo<'a> {
+    pub x: &'a wgpu::Buffer,
+    pub y: &'a wgpu::Buffer,
+    /// RMSNorm the input first, with this weight and epsilon.
+    pub norm: Option<(&'a wgpu::Buffer, f32)>,
+    pub epilogue: Epilogue<'a>,
+    pub step: &'a wgpu::Buffer,
+}
+
+/// A recorded-once matvec dispatch.
+pub struct MatvecCall {
+    ty: GgmlType,
+    rows: usize,
+    bind: wgpu::BindGroup,
+}
+
+/// Every matvec pipeline, compiled at load.
+pub struct MatvecKernels {
+    pipelines: HashMap<GgmlType, wgpu::ComputePipeline>,
+    max_per_dim: u32,
+    lanes: u32,
+    // Stand-ins for the bindings an epilogue does not use (writable bindings must not alias).
+    unused: [wgpu::Buffer; 3],
+}
+
+/// Lanes per row: 1 where invocations are SIMD lanes of a CPU (lavapipe, SwiftShader), where a
+/// cross-lane reduction costs barriers; 16 on GPUs, where lanes of a row read adjacent blocks.
+pub fn lanes_for(device_type: wgpu::DeviceType) -> u32 {
+    match device_type {
+        wgpu::DeviceType::Cpu => 1,
+        _ => 16,
+    }
+}
+
 /// Workgroups for `rows`, folded into two dimensions past the per-dimension limit.
-pub fn dispatch_size(rows: usize, max_per_dim: u32) -> (u32, u32) {
-    let groups = (rows as u32).div_ceil(ROWS_PER_GROUP);
+pub fn dispatch_size(rows: usize, lanes: u32, max_per_dim: u32) -> (u32, u32) {
+    let groups = (rows as u32).div_ceil(WORKGROUP / lanes);
     if groups <= max_per_dim {
         (groups, 1)
     } else {
@@ -88,61 +155,105 @@ pub fn dispatch_size(rows: usize, max_per_dim: u32) -> (u32, u32) {
     }
 }
 
-/// Every matvec pipeline, compiled at load.
-pub struct MatvecKernels {
-    pipelines: HashMap<GgmlType, wgpu::ComputePipeline>,
-    max_per_dim: u32,
-}
-
 impl MatvecKernels {
     pub fn new(ctx: &GpuContext) -> Self {
+        Self::with_lanes(ctx, lanes_for(ctx.info.device_type))
+    }
+
+    pub fn with_lanes(ctx: &GpuContext, lanes: u32) -> Self {
+        assert!(lanes.is_power_of_two() && lanes <= WORKGROUP / 2, "lanes {lanes}");
         let module = ctx.shader("matvec.wgsl", SHADER);
+        let constants = [("LANES", lanes as f64)];
         let pipelines = GgmlType::SUPPORTED
             .iter()
             .map(|&ty| {
-                (
-                    ty,
-                    ctx.pipeline(&module, entry_point(ty).expect("every supported type has a kernel")),
-                )
+                let entry = entry_point(ty).expect("every supported type has a kernel");
+                (ty, ctx.pipeline_with(&module, entry, &constants))
             })
             .collect();
+        let unused = std::array::from_fn(|_| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("unused binding"),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        });
         Self {
             pipelines,
             max_per_dim: ctx.limits.max_compute_workgroups_per_dimension,
+            lanes,
+            unused,
         }
     }
 
-    /// The bind group of `m` reading `x` and writing `y`; made once at load, reused per token.
-    pub fn bind(&self, ctx: &GpuContext, m: &GpuMatrix, x: &wgpu::Buffer, y: &wgpu::Buffer) -> wgpu::BindGroup {
-        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+    /// Binds `m` for one call; made once at load, reused every token.
+    pub fn bind(&self, ctx: &GpuContext, m: &GpuMatrix, io: MatvecIo) -> MatvecCall {
+        let [unused_g, unused_k, unused_v] = &self.unused;
+        let (mode, q_rows, kv_rows, head_dim, cache_at) = match &io.epilogue {
+            Epilogue::Store => (0, 0, 0, 0, 0),
+            Epilogue::Add => (1, 0, 0, 0, 0),
+            Epilogue::RopeKv {
+                q_rows,
+                kv_rows,
+                head_dim,
+                cache_at,
+                ..
+            } => (2, *q_rows, *kv_rows, *head_dim, *cache_at),
+            Epilogue::SwiGlu => (3, 0, 0, 0, 0),
+        };
+        let (k_cache, v_cache, rope) = match &io.epilogue {
+            Epilogue::RopeKv {
+                k_cache, v_cache, rope, ..
+            } => (*k_cache, *v_cache, *rope),
+            _ => (unused_k, unused_v, unused_g),
+        };
+        let params = Params {
+            rows: m.rows as u32,
+            cols: m.cols as u32,
+            scales_at: m.scales_at as u32,
+            mode,
+            norm: io.norm.is_some() as u32,
+            eps: io.norm.map_or(0.0, |(_, eps)| eps),
+            q_rows: q_rows as u32,
+            kv_rows: kv_rows as u32,
+            head_dim: head_dim as u32,
+            cache_at: cache_at as u32,
+            quantized: m.ty.is_quantized() as u32,
+            _pad: 0,
+        };
+        let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("matvec params"),
+            contents: bytemuck::bytes_of(&params),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let norm = io.norm.map_or(unused_g, |(g, _)| g);
+        let buffers = [&m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step];
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(&m.name),
             layout: &self.pipelines[&m.ty].get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: m.weights.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: x.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: y.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: m.params.as_entire_binding(),
-                },
-            ],
-        })
+            entries: &entries,
+        });
+        MatvecCall {
+            ty: m.ty,
+            rows: m.rows,
+            bind,
+        }
     }
 
     /// Records one matvec dispatch into `pass`.
-    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, m: &GpuMatrix, bind: &wgpu::BindGroup) {
-        pass.set_pipeline(&self.pipelines[&m.ty]);
-        pass.set_bind_group(0, bind, &[]);
-        let (x, y) = dispatch_size(m.rows, self.max_per_dim);
+    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall) {
+        pass.set_pipeline(&self.pipelines[&call.ty]);
+        pass.set_bind_group(0, &call.bind, &[]);
+        let (x, y) = dispatch_size(call.rows, self.lanes, self.max_per_dim);
         pass.dispatch_workgroups(x, y, 1);
     }
 }
@@ -153,9 +264,10 @@ mod tests {
 
     #[test]
     fn dispatch_folds_past_the_limit() {
-        assert_eq!(dispatch_size(37, 65535), (10, 1));
-        assert_eq!(dispatch_size(49152, 65535), (12288, 1));
-        assert_eq!(dispatch_size(4 * 70000, 65535), (65535, 2));
+        assert_eq!(dispatch_size(37, 16, 65535), (10, 1));
+        assert_eq!(dispatch_size(49152, 16, 65535), (12288, 1));
+        assert_eq!(dispatch_size(49152, 1, 65535), (768, 1));
+        assert_eq!(dispatch_size(4 * 70000, 16, 65535), (65535, 2));
     }
 
     /// The probe's and the layer ops' shaders validate too.

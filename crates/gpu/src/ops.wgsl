@@ -1,5 +1,6 @@
-// The small per-token kernels of a llama layer. Each entry point uses a subset of the bindings
-// below (pipelines use layout: auto, so a bind group names just those).
+// The per-token kernels that are not matrix products: attention over the KV cache, and the
+// top-k of the logits. Each entry point uses a subset of the bindings below (pipelines use
+// layout: auto, so a bind group names just those).
 
 struct Shape {
     d: u32,          // model width (RMSNorm length)
@@ -15,19 +16,18 @@ struct Shape {
 struct Step {
     pos: u32,        // position of the token being decoded
     len: u32,        // pos + 1: positions attended to
-    _p0: u32,
-    _p1: u32,
+    k: u32,          // candidates top_k returns
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
-@group(0) @binding(1) var<storage, read_write> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
 @group(0) @binding(3) var<storage, read_write> kc: array<f32>;
 @group(0) @binding(4) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(5) var<uniform> shape: Shape;
 @group(0) @binding(6) var<uniform> step: Step;
-@group(0) @binding(7) var<storage, read> table: array<f32>;
 @group(0) @binding(8) var<storage, read_write> scratch: array<f32>;
+@group(0) @binding(9) var<storage, read_write> out: array<u32>;
 
 const WG: u32 = 256u;
 var<workgroup> part: array<f32, 256>;
@@ -58,53 +58,6 @@ fn reduce_max(i: u32, v: f32) -> f32 {
     let r = part[0];
     workgroupBarrier();
     return r;
-}
-
-// c = rmsnorm(a) · table (a: the residual stream, table: the norm's weight).
-@compute @workgroup_size(256)
-fn rms_norm(@builtin(local_invocation_index) i: u32) {
-    var s = 0.0;
-    for (var j = i; j < shape.d; j += WG) {
-        s += a[j] * a[j];
-    }
-    let scale = inverseSqrt(reduce_sum(i, s) / f32(shape.d) + shape.eps);
-    for (var j = i; j < shape.d; j += WG) {
-        c[j] = a[j] * scale * table[j];
-    }
-}
-
-// RoPE on q (a, in place) and k (b) with this position's cos/sin (table: cos[half], sin[half]),
-// writing the rotated k and the value v (c) into this layer's caches: RoPE fused with the
-// KV-cache write.
-@compute @workgroup_size(64)
-fn rope_kv(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    let half = shape.head_dim / 2u;
-    let nq = shape.n_heads * half;
-    let nk = shape.n_kv_heads * half;
-    let kv_dim = shape.n_kv_heads * shape.head_dim;
-    let row = shape.cache_at + step.pos * kv_dim;
-    if (i < nq + nk) {
-        let is_q = i < nq;
-        let pair = select(i - nq, i, is_q);
-        let at = (pair / half) * shape.head_dim + 2u * (pair % half);
-        let co = table[pair % half];
-        let si = table[half + pair % half];
-        if (is_q) {
-            let x0 = a[at];
-            let x1 = a[at + 1u];
-            a[at] = x0 * co - x1 * si;
-            a[at + 1u] = x0 * si + x1 * co;
-        } else {
-            let x0 = b[at];
-            let x1 = b[at + 1u];
-            kc[row + at] = x0 * co - x1 * si;
-            kc[row + at + 1u] = x0 * si + x1 * co;
-        }
-    }
-    if (i < kv_dim) {
-        vc[row + i] = c[i];
-    }
 }
 
 // Single-query grouped-query attention, one workgroup per head: scores into scratch, softmax,
@@ -146,12 +99,45 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     }
 }
 
-// SwiGLU: a = silu(a) · b.
-@compute @workgroup_size(64)
-fn silu_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < shape.ffn) {
-        let g = a[i];
-        a[i] = g / (1.0 + exp(-g)) * b[i];
+// The `step.k` largest of the `shape.d` values in a, highest first, ties to the lower index
+// (the CPU sampler's order), as (f32 bits, index) pairs in out: a token reads back 8·k bytes,
+// not the whole vocabulary. One workgroup; k rounds of a max-reduction, each round removing its
+// winner (overwritten with NaN, which never compares greater).
+var<workgroup> best_v: array<f32, 256>;
+var<workgroup> best_i: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn top_k(@builtin(local_invocation_index) i: u32) {
+    for (var r = 0u; r < step.k; r++) {
+        var bv = -3.4028235e38;
+        var bi = 0xFFFFFFFFu;
+        for (var j = i; j < shape.d; j += WG) {
+            let v = a[j];
+            if (v > bv) {
+                bv = v;
+                bi = j;
+            }
+        }
+        best_v[i] = bv;
+        best_i[i] = bi;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+            if (i < s) {
+                let ov = best_v[i + s];
+                let oi = best_i[i + s];
+                if (ov > best_v[i] || (ov == best_v[i] && oi < best_i[i])) {
+                    best_v[i] = ov;
+                    best_i[i] = oi;
+                }
+            }
+            workgroupBarrier();
+        }
+        if (i == 0u) {
+            out[2u * r] = bitcast<u32>(best_v[0]);
+            out[2u * r + 1u] = best_i[0];
+            a[best_i[0]] = bitcast<f32>(0x7FC00000u);
+        }
+        storageBarrier();
+        workgroupBarrier();
     }
 }

@@ -1,36 +1,83 @@
-//! Copying results back to the CPU: a staging buffer, a map, a wait. Native only blocks here;
-//! the browser path awaits the map instead (the async engine API).
+//! Copying results back to the CPU: a staging buffer, a map, a wait. Native blocks here; the
+//! browser awaits the map instead ([`Staging::read_async`]).
 
-/// Reads `n` f32 values from the start of `src` (which needs COPY_SRC usage).
+use crate::{GpuContext, GpuError};
+
+/// A mappable buffer made once and reused, so reading a token's result allocates nothing on
+/// the GPU.
+pub struct Staging {
+    buf: wgpu::Buffer,
+}
+
+impl Staging {
+    pub fn new(ctx: &GpuContext, bytes: u64) -> Self {
+        Self {
+            buf: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size: bytes.max(4),
+                usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+                mapped_at_creation: false,
+            }),
+        }
+    }
+
+    /// Records the copy of `bytes` from the start of `src` (which needs COPY_SRC usage).
+    pub fn copy_from(&self, enc: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, bytes: u64) {
+        enc.copy_buffer_to_buffer(src, 0, &self.buf, 0, bytes);
+    }
+
+    fn take(&self, bytes: u64, out: &mut Vec<u8>) -> Result<(), GpuError> {
+        let view = self
+            .buf
+            .slice(..bytes)
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        out.clear();
+        out.extend_from_slice(&view);
+        drop(view);
+        self.buf.unmap();
+        Ok(())
+    }
+
+    /// Waits for the submitted work and reads the first `bytes` (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read(&self, ctx: &GpuContext, bytes: u64, out: &mut Vec<u8>) -> Result<(), GpuError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.buf.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        self.take(bytes, out)
+    }
+
+    /// Awaits the map (the browser's event loop drives it) and reads the first `bytes`.
+    pub async fn read_async(&self, bytes: u64, out: &mut Vec<u8>) -> Result<(), GpuError> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        self.buf.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.await
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        self.take(bytes, out)
+    }
+}
+
+/// Reads `n` f32 values from the start of `src` (which needs COPY_SRC usage), with a staging
+/// buffer of its own: for tests and one-off reads, not the per-token path.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn read_f32(ctx: &crate::GpuContext, src: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, crate::GpuError> {
-    use crate::GpuError;
-    let size = (n * 4) as u64;
-    let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("readback"),
-        size,
-        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-        mapped_at_creation: false,
-    });
+pub fn read_f32(ctx: &GpuContext, src: &wgpu::Buffer, n: usize) -> Result<Vec<f32>, GpuError> {
+    let bytes = (n * 4) as u64;
+    let staging = Staging::new(ctx, bytes);
     let mut enc = ctx.device.create_command_encoder(&Default::default());
-    enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+    staging.copy_from(&mut enc, src, bytes);
     ctx.queue.submit([enc.finish()]);
-    let (tx, rx) = std::sync::mpsc::channel();
-    staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    ctx.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::Readback(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| GpuError::Readback(e.to_string()))?
-        .map_err(|e| GpuError::Readback(e.to_string()))?;
-    let view = staging
-        .slice(..)
-        .get_mapped_range()
-        .map_err(|e| GpuError::Readback(e.to_string()))?;
-    let out = bytemuck::cast_slice(&view).to_vec();
-    drop(view);
-    staging.unmap();
-    Ok(out)
+    let mut out = Vec::new();
+    staging.read(ctx, bytes, &mut out)?;
+    Ok(bytemuck::pod_collect_to_vec(&out))
 }

@@ -27,18 +27,16 @@ fn gpu_logits_match_cpu_engine_for_every_weight_type() {
         let model = Arc::new(Model::load(spec.build()).unwrap());
         let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
-        assert_eq!(gpu.dispatches_per_token(), 2 * 12 + 2);
+        assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2);
         for (i, &t) in TOKENS.iter().enumerate() {
             let want = cpu.decode(t).unwrap().to_vec();
             let got = gpu.decode(t).unwrap();
             let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
             let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-            // The CPU rounds activations to 8 bits for quantized weights; the GPU keeps f32.
-            let tol = if matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
-                1e-4
-            } else {
-                0.03
-            };
+            // Both engines round activations to the same 8-bit blocks for quantized weights, so
+            // only f32 summation order differs.
+            let tol = 1e-4;
+            println!("{ty} step {i}: max diff {diff} (scale {scale})");
             assert!(diff <= tol * scale, "{ty} step {i}: max diff {diff} (scale {scale})");
         }
         assert!(gpu.decode(1).is_ok());
@@ -56,7 +54,7 @@ fn context_full_and_bad_token_are_errors() {
             .to_string()
             .contains("outside the vocabulary")
     );
-    gpu.prefill(&[1, 2]).unwrap();
+    gpu.prefill(&[1, 2], tokscope_gpu::engine::Want::Top(1)).unwrap();
     assert!(gpu.decode(3).unwrap_err().to_string().contains("context full"));
     gpu.reset();
     assert!(gpu.decode(3).is_ok());

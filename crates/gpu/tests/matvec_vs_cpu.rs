@@ -1,12 +1,18 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! Every matvec kernel against the CPU reference (dequantize, then an f64 dot), on shapes that
-//! are not multiples of the workgroup: 37 rows (not a multiple of 4), 6 or 9 blocks per row
-//! (fewer than the 16 lanes, and odd so a scale word is half used).
+//! Every matvec kernel against the CPU reference, on shapes that are not multiples of the
+//! workgroup: 37 rows (not a multiple of 4), 6 or 9 blocks per row (fewer than the 16 lanes, and
+//! odd so a scale word is half used), with both lane widths (1: CPU adapters, 16: GPUs).
+//!
+//! Float weights are compared with an f64 dot of the dequantized row (only the f32 summation
+//! order differs). Quantized weights are dotted against 8-bit activation blocks, as on the CPU
+//! (ggml's `vec_dot_type`), so they are compared with `tokscope_core`'s own integer dot
+//! (`dot_rows` on quantized `Acts`): the same rounding, so again only the summation order differs.
 
 mod common;
 
-use tokscope_core::quant::{GgmlType, dequantize_row, quantize_row};
-use tokscope_gpu::matvec::{GpuMatrix, MatvecKernels};
+use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows, quantize_row};
+use tokscope_gpu::GpuContext;
+use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Step};
 use tokscope_gpu::readback::read_f32;
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
@@ -17,53 +23,163 @@ fn values(n: usize, seed: usize) -> Vec<f32> {
         .collect()
 }
 
+fn storage(ctx: &GpuContext, data: &[f32]) -> wgpu::Buffer {
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: bytemuck::cast_slice(data),
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+    })
+}
+
+/// What one matvec call fuses around the product.
+#[derive(Clone, Copy, Debug)]
+enum Case {
+    Store,
+    /// RMSNorm of the input with a weight, then the product added to `y`.
+    NormAdd,
+    /// Rows are gate/up interleaved: `y[i] = silu(row 2i) · row 2i+1`.
+    SwiGlu,
+}
+
+/// Runs one call on the GPU; returns `y`.
+fn gpu_matvec(
+    ctx: &GpuContext,
+    kernels: &MatvecKernels,
+    m: &GpuMatrix,
+    x: &[f32],
+    g: &[f32],
+    y0: &[f32],
+    case: Case,
+) -> Vec<f32> {
+    let (x_buf, y_buf, g_buf) = (storage(ctx, x), storage(ctx, y0), storage(ctx, g));
+    let step = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: bytemuck::bytes_of(&Step::default()),
+        usage: wgpu::BufferUsages::UNIFORM,
+    });
+    let (norm, epilogue) = match case {
+        Case::Store => (None, Epilogue::Store),
+        Case::NormAdd => (Some((&g_buf, 1e-5)), Epilogue::Add),
+        Case::SwiGlu => (None, Epilogue::SwiGlu),
+    };
+    let call = kernels.bind(
+        ctx,
+        m,
+        MatvecIo {
+            x: &x_buf,
+            y: &y_buf,
+            norm,
+            epilogue,
+            step: &step,
+        },
+    );
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        kernels.encode(&mut pass, &call);
+    }
+    ctx.queue.submit([enc.finish()]);
+    read_f32(ctx, &y_buf, y0.len()).unwrap()
+}
+
+/// The CPU's result for the same call, and per output the sum of |terms| its error scales with.
+fn cpu_matvec(
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    bytes: &[u8],
+    x: &[f32],
+    g: &[f32],
+    y0: &[f32],
+    case: Case,
+) -> (Vec<f32>, Vec<f64>) {
+    let mut x = x.to_vec();
+    if let Case::NormAdd = case {
+        let ms = x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / cols as f64;
+        let inv = 1.0 / (ms + 1e-5).sqrt();
+        for (v, w) in x.iter_mut().zip(g) {
+            *v = (*v as f64 * inv) as f32 * w;
+        }
+    }
+    let mut dots = vec![0f32; rows];
+    let mut w = vec![0f32; rows * cols];
+    dequantize_row(ty, bytes, &mut w).unwrap();
+    let magnitude: Vec<f64> = (0..rows)
+        .map(|r| {
+            w[r * cols..(r + 1) * cols]
+                .iter()
+                .zip(&x)
+                .map(|(a, b)| (*a as f64 * *b as f64).abs())
+                .sum()
+        })
+        .collect();
+    if ty.is_quantized() {
+        let mut acts = Acts::new(1, cols);
+        acts.x_mut().copy_from_slice(&x);
+        acts.quantize();
+        dot_rows(ty, bytes, bytes.len() / rows, acts.row(0), &mut dots).unwrap();
+    } else {
+        for (r, d) in dots.iter_mut().enumerate() {
+            *d = w[r * cols..(r + 1) * cols]
+                .iter()
+                .zip(&x)
+                .map(|(a, b)| *a as f64 * *b as f64)
+                .sum::<f64>() as f32;
+        }
+    }
+    match case {
+        Case::Store => (dots, magnitude),
+        Case::NormAdd => (dots.iter().zip(y0).map(|(d, y)| d + y).collect(), magnitude),
+        Case::SwiGlu => {
+            let y = dots.chunks(2).map(|p| p[0] / (1.0 + (-p[0]).exp()) * p[1]).collect();
+            let mag = magnitude
+                .chunks(2)
+                .zip(dots.chunks(2))
+                .map(|(m, d)| m[0] * d[1].abs() as f64 + m[1] * d[0].abs() as f64)
+                .collect();
+            (y, mag)
+        }
+    }
+}
+
 #[test]
-fn matvec_matches_cpu_reference_for_every_type() {
+fn matvec_matches_cpu_reference_for_every_type_case_and_lane_width() {
     let Some(ctx) = common::gpu() else { return };
     println!("adapter: {:?}", ctx.summary());
-    let kernels = MatvecKernels::new(&ctx);
-    for (rows, cols) in [(37, 192), (5, 288), (130, 32)] {
-        let x = values(cols, 1);
-        let x_buf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("x"),
-            contents: bytemuck::cast_slice(&x),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-        for ty in GgmlType::SUPPORTED {
-            let bytes = quantize_row(ty, &values(rows * cols, 2)).unwrap();
-            let packed = repack(ty, rows, cols, &bytes).unwrap();
-            let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
-            let y_buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("y"),
-                size: (rows * 4) as u64,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let bind = kernels.bind(&ctx, &m, &x_buf, &y_buf);
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                kernels.encode(&mut pass, &m, &bind);
-            }
-            ctx.queue.submit([enc.finish()]);
-            let got = read_f32(&ctx, &y_buf, rows).unwrap();
-            let mut w = vec![0f32; rows * cols];
-            dequantize_row(ty, &bytes, &mut w).unwrap();
-            let (mut worst, mut worst_at) = (0f64, 0);
-            for r in 0..rows {
-                let row = &w[r * cols..(r + 1) * cols];
-                let exact: f64 = row.iter().zip(&x).map(|(a, b)| *a as f64 * *b as f64).sum();
-                let magnitude: f64 = row.iter().zip(&x).map(|(a, b)| (*a as f64 * *b as f64).abs()).sum();
-                // f32 accumulation over `cols` terms in a different order.
-                let err = (got[r] as f64 - exact).abs() / (magnitude + 1e-6);
-                if err > worst {
-                    (worst, worst_at) = (err, r);
+    for lanes in [1, 16] {
+        let kernels = MatvecKernels::with_lanes(&ctx, lanes);
+        for (rows, cols) in [(37, 192), (5, 288), (130, 32), (38, 96)] {
+            let x = values(cols, 1);
+            let g = values(cols, 3);
+            for ty in GgmlType::SUPPORTED {
+                let bytes = quantize_row(ty, &values(rows * cols, 2)).unwrap();
+                let packed = repack(ty, rows, cols, &bytes).unwrap();
+                let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
+                for case in [Case::Store, Case::NormAdd, Case::SwiGlu] {
+                    let out_rows = if let Case::SwiGlu = case { rows / 2 } else { rows };
+                    if out_rows * 2 != rows && matches!(case, Case::SwiGlu) {
+                        continue;
+                    }
+                    let y0 = values(out_rows, 4);
+                    let got = gpu_matvec(&ctx, &kernels, &m, &x, &g, &y0, case);
+                    let (want, magnitude) = cpu_matvec(ty, rows, cols, &bytes, &x, &g, &y0, case);
+                    let (mut worst, mut worst_at) = (0f64, 0);
+                    for r in 0..out_rows {
+                        // f32 accumulation over `cols` terms in a different order; the CPU's
+                        // RMSNorm is computed in f64 here, the GPU's in f32.
+                        let err = (got[r] as f64 - want[r] as f64).abs() / (magnitude[r] + 1e-6);
+                        if err > worst {
+                            (worst, worst_at) = (err, r);
+                        }
+                    }
+                    assert!(
+                        worst < 2e-5,
+                        "lanes {lanes} {ty} {rows}x{cols} {case:?}: relative error {worst:e} at row {worst_at}: {} vs {}",
+                        got[worst_at],
+                        want[worst_at]
+                    );
                 }
             }
-            assert!(
-                worst < 1e-5,
-                "{ty} {rows}x{cols}: relative error {worst:e} at row {worst_at}"
-            );
         }
     }
 }

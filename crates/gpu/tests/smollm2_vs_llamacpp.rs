@@ -8,8 +8,7 @@ mod common;
 use serde::Deserialize;
 use std::sync::Arc;
 use tokscope_core::model::Model;
-use tokscope_core::sampling::argmax;
-use tokscope_gpu::engine::GpuEngine;
+use tokscope_gpu::engine::{GpuEngine, Want};
 
 #[derive(Deserialize)]
 struct Step {
@@ -48,10 +47,11 @@ fn gpu_teacher_forced_top1_agrees_with_llamacpp() {
     let (mut flips, mut confident) = (vec![], 0);
     for p in &g.prompts {
         gpu.reset();
-        let mut logits = gpu.prefill(&p.prompt_ids).unwrap();
+        // Only the GPU's argmax comes back (top_k with k = 1), as when generating greedily.
+        let mut top = gpu.prefill(&p.prompt_ids, Want::Top(1)).unwrap().into_top();
         let mut agree = 0;
         for (i, s) in p.steps.iter().enumerate() {
-            let ours = argmax(&logits);
+            let ours = top[0].1;
             agree += (ours == s.token) as usize;
             if s.gap >= 0.1 {
                 confident += 1;
@@ -65,7 +65,7 @@ fn gpu_teacher_forced_top1_agrees_with_llamacpp() {
                     ));
                 }
             }
-            logits = gpu.decode(s.token).unwrap();
+            top = gpu.decode_top(s.token, 1).unwrap();
         }
         println!("{}: top-1 agrees at {agree}/{} steps", p.name, p.steps.len());
     }

@@ -171,6 +171,11 @@ impl GgmlType {
         GgmlType::Q4_1,
     ];
 
+    /// Block-quantized (values share per-block scales), as opposed to plain numbers.
+    pub fn is_quantized(self) -> bool {
+        self.block_size() > 1
+    }
+
     pub fn is_supported(self) -> bool {
         Self::SUPPORTED.contains(&self)
     }
