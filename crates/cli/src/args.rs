@@ -32,7 +32,7 @@ pub enum Command {
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
 pub enum Backend {
     Cpu,
-    /// wgpu (Vulkan/Metal/DX12); first version: decode one token per pass.
+    /// wgpu (Vulkan/Metal/DX12/WebGPU): one compute pass and one submit per token.
     Gpu,
 }
 
@@ -89,6 +89,9 @@ pub struct BenchArgs {
     /// Prompt tokens for the prefill measurement.
     #[arg(long, default_value_t = 128)]
     pub prompt_tokens: usize,
+    /// Sequences decoded together (1 to 16).
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
     #[arg(long)]
     pub json: bool,
 }

@@ -3,13 +3,15 @@
 
 use crate::CliResult;
 use crate::args::BenchArgs;
+use crate::engine::Engine;
 use crate::model_file::load;
 use serde::Serialize;
 use std::time::Instant;
-use tokscope_core::cpu::CpuEngine;
 use tokscope_core::cpu::parallel::threads;
-use tokscope_core::sampling::argmax;
+use tokscope_core::roofline::mbu;
+use tokscope_core::sampling::{Sampler, SamplingParams};
 use tokscope_core::stats::median;
+use tokscope_gpu::engine::{KernelClass, Want};
 
 /// Prompt text for benchmarks: ordinary prose, repeated to the requested length.
 const BENCH_TEXT: &str = "The quick brown fox jumps over the lazy dog while the river runs past the old mill, and the miller counts the sacks of flour one by one before the evening bell. ";
@@ -20,8 +22,11 @@ const DECODE_PROMPT_TOKENS: usize = 16;
 #[derive(Serialize)]
 struct BenchReport {
     backend: &'static str,
+    /// The GPU adapter's name (backend, device type); the CPU's thread count for `cpu`.
+    adapter: String,
     threads: usize,
     model: String,
+    batch: usize,
     tokens: usize,
     runs: usize,
     decode_tok_s: f64,
@@ -32,6 +37,13 @@ struct BenchReport {
     bytes_per_token: f64,
     weight_bytes_per_token: u64,
     effective_gb_s: f64,
+    /// The bandwidth probe on the same device (GPU only).
+    probe_gb_s: Option<f64>,
+    /// decode tok/s × bytes per token ÷ probe bandwidth (GPU only).
+    mbu: Option<f64>,
+    dispatches_per_token: Option<usize>,
+    /// Seconds per kernel class for one decoded token, measured apart from the timed runs.
+    time_split: Vec<(KernelClass, f64)>,
 }
 
 pub fn run(a: BenchArgs) -> CliResult {
@@ -44,11 +56,14 @@ pub fn run(a: BenchArgs) -> CliResult {
     if a.tokens < 2 || a.prompt_tokens == 0 {
         return Err("--tokens must be at least 2 and --prompt-tokens at least 1".into());
     }
-    if a.backend == crate::args::Backend::Gpu {
-        return Err(
-            "bench --backend gpu is not implemented yet (issue #3); `tokscope probe` measures the GPU's roofline"
-                .into(),
-        );
+    if !(1..=16).contains(&a.batch) {
+        return Err(format!("--batch must be 1 to 16, not {}", a.batch));
+    }
+    if a.batch > 1 {
+        return Err(format!(
+            "--batch {}: batched decode is not implemented yet (issue #3); only --batch 1 is measured",
+            a.batch
+        ));
     }
     let loaded = load(&a.model)?;
     let model = loaded.model.clone();
@@ -63,22 +78,23 @@ pub fn run(a: BenchArgs) -> CliResult {
             a.tokens, context
         ));
     }
-    let mut engine = CpuEngine::new(model.clone(), context).map_err(|e| e.to_string())?;
-    let e = |e: tokscope_core::cpu::EngineError| e.to_string();
+    let mut engine = Engine::new(a.backend, model.clone(), context)?;
+    let mut greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
 
-    // Warm-up: page in the weights, spin up the thread pool.
-    engine.prefill(decode_prompt).map_err(e)?;
+    // (The default parameters are greedy.)
+    // Warm-up: page in the weights, spin up the thread pool, compile the pipelines.
+    engine.prefill(decode_prompt, &mut greedy)?;
     for _ in 0..8 {
-        engine.decode(0).map_err(e)?;
+        engine.decode(0, &mut greedy)?;
     }
 
     let mut decode_runs = Vec::with_capacity(a.runs);
     for _ in 0..a.runs {
         engine.reset();
-        let mut next = argmax(engine.prefill(decode_prompt).map_err(e)?);
+        let mut next = engine.prefill(decode_prompt, &mut greedy)?;
         let start = Instant::now();
         for _ in 0..a.tokens {
-            next = argmax(engine.decode(next).map_err(e)?);
+            next = engine.decode(next, &mut greedy)?;
         }
         decode_runs.push(a.tokens as f64 / start.elapsed().as_secs_f64());
     }
@@ -86,16 +102,36 @@ pub fn run(a: BenchArgs) -> CliResult {
     for _ in 0..a.runs {
         engine.reset();
         let start = Instant::now();
-        engine.prefill(&prompt).map_err(e)?;
+        engine.prefill(&prompt, &mut greedy)?;
         prefill_runs.push(prompt.len() as f64 / start.elapsed().as_secs_f64());
     }
     let positions = decode_prompt.len()..decode_prompt.len() + a.tokens;
     let bytes_per_token = positions.clone().map(|p| model.bytes_per_token(p) as f64).sum::<f64>() / a.tokens as f64;
     let decode_tok_s = median(&decode_runs);
+    let (backend, adapter, probe_gb_s, dispatches, time_split) = match &mut engine {
+        Engine::Cpu(_) => ("cpu", format!("CPU, {} threads", threads()), None, None, vec![]),
+        Engine::Gpu(g) => {
+            let probe = tokscope_gpu::probe::run(&g.ctx, 5).map_err(|e| e.to_string())?;
+            g.reset();
+            let split = g.profile(decode_prompt[0], Want::Top(1)).map_err(|e| e.to_string())?;
+            g.read().map_err(|e| e.to_string())?;
+            let s = g.ctx.summary();
+            let adapter = format!("{} ({}, {})", s.name, s.backend, s.device_type);
+            (
+                "gpu",
+                adapter,
+                Some(probe.read_gb_s),
+                Some(g.dispatches_per_token()),
+                split,
+            )
+        }
+    };
     let report = BenchReport {
-        backend: "cpu",
+        backend,
+        adapter,
         threads: threads(),
         model: a.model.display().to_string(),
+        batch: a.batch,
         tokens: a.tokens,
         runs: a.runs,
         decode_tok_s,
@@ -105,25 +141,45 @@ pub fn run(a: BenchArgs) -> CliResult {
         bytes_per_token,
         weight_bytes_per_token: model.desc.weight_bytes_per_token(),
         effective_gb_s: decode_tok_s * bytes_per_token / 1e9,
+        probe_gb_s,
+        mbu: probe_gb_s.and_then(|p| mbu(decode_tok_s, bytes_per_token, p * 1e9)),
+        dispatches_per_token: dispatches,
+        time_split,
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
-    } else {
-        println!("backend:          cpu ({} threads)", report.threads);
+        return Ok(());
+    }
+    println!("backend:          {} — {}", report.backend, report.adapter);
+    println!(
+        "decode:           {:.1} tok/s (median of {} runs of {} tokens, batch {})",
+        report.decode_tok_s, a.runs, a.tokens, a.batch
+    );
+    println!(
+        "prefill:          {:.1} tok/s ({} prompt tokens)",
+        report.prefill_tok_s, report.prompt_tokens
+    );
+    println!(
+        "bytes per token:  {:.1} MB (weights {:.1} MB + KV cache)",
+        bytes_per_token / 1e6,
+        report.weight_bytes_per_token as f64 / 1e6
+    );
+    println!("effective:        {:.2} GB/s", report.effective_gb_s);
+    if let (Some(p), Some(m)) = (report.probe_gb_s, report.mbu) {
+        println!("probe:            {p:.2} GB/s read bandwidth on the same device");
+        println!("MBU:              {:.2} (effective ÷ probe)", m);
+    }
+    if let Some(d) = report.dispatches_per_token {
+        println!("dispatches/token: {d}");
+    }
+    let total: f64 = report.time_split.iter().map(|(_, s)| s).sum();
+    for (class, s) in &report.time_split {
         println!(
-            "decode:           {:.1} tok/s (median of {} runs of {} tokens)",
-            report.decode_tok_s, a.runs, a.tokens
+            "  {:<15} {:>7.2} ms ({:>4.1} %)",
+            format!("{class:?}").to_lowercase(),
+            s * 1e3,
+            100.0 * s / total
         );
-        println!(
-            "prefill:          {:.1} tok/s ({} prompt tokens)",
-            report.prefill_tok_s, report.prompt_tokens
-        );
-        println!(
-            "bytes per token:  {:.1} MB (weights {:.1} MB + KV cache)",
-            bytes_per_token / 1e6,
-            report.weight_bytes_per_token as f64 / 1e6
-        );
-        println!("effective:        {:.2} GB/s", report.effective_gb_s);
     }
     Ok(())
 }

@@ -284,3 +284,52 @@ fn gpu_backend_generates_the_same_greedy_text() {
     assert_eq!(gpu.stdout, cpu.stdout);
     assert!(String::from_utf8_lossy(&gpu.stderr).contains("(8 tokens)"));
 }
+
+#[test]
+fn gpu_bench_json_has_the_issue_fields() {
+    let m = tiny();
+    let args = [
+        "bench",
+        "--model",
+        s(&m),
+        "--backend",
+        "gpu",
+        "--tokens",
+        "8",
+        "--prompt-tokens",
+        "8",
+        "--runs",
+        "3",
+        "--json",
+    ];
+    let out = tokscope(&args);
+    if !out.status.success() && std::env::var("TOKSCOPE_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: {}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["decode_tok_s", "prefill_tok_s", "bytes_per_token", "probe_gb_s", "mbu"] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    assert_eq!(v["backend"], "gpu");
+    assert_eq!(v["batch"], 1);
+    assert_eq!(v["dispatches_per_token"], 2 * 5 + 2);
+    assert!(!v["adapter"].as_str().unwrap().is_empty());
+    let classes: Vec<&str> = v["time_split"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["matvec", "attention", "head"]);
+}
+
+#[test]
+fn bench_batch_out_of_range_is_a_clear_error() {
+    let m = tiny();
+    assert_clean_error(
+        &tokscope(&["bench", "--model", s(&m), "--batch", "17"]),
+        "--batch must be 1 to 16",
+    );
+}

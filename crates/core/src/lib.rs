@@ -9,6 +9,7 @@ pub mod gguf;
 pub mod model;
 pub mod prompt;
 pub mod quant;
+pub mod roofline;
 pub mod sampling;
 pub mod stats;
 pub mod synthetic;
