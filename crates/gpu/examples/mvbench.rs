@@ -2,71 +2,93 @@
 use std::time::Instant;
 use tokscope_core::quant::{GgmlType, quantize_row};
 use tokscope_gpu::GpuContext;
-use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Step};
+use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step};
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
 
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
-    let kernels = MatvecKernels::new(&ctx);
-    for (ty, rows, cols) in [
-        (GgmlType::Q4_1, 1536, 576),
-        (GgmlType::Q4_1, 576, 1536),
-        (GgmlType::Q8_0, 49152, 576),
-    ] {
-        let vals: Vec<f32> = (0..rows * cols)
-            .map(|i| ((i * 7919 % 1009) as f32 / 504.5) - 1.0)
-            .collect();
-        let bytes = quantize_row(ty, &vals).unwrap();
-        let packed = repack(ty, rows, cols, &bytes).unwrap();
-        let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
-        let x = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents: bytemuck::cast_slice(&vals[..cols]),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-        let y = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: rows as u64 * 4,
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
-        let step = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents: bytemuck::bytes_of(&Step::default()),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-        let bind = kernels.bind(
-            &ctx,
-            &m,
-            MatvecIo {
-                x: &x,
-                y: &y,
-                norm: None,
-                epilogue: Epilogue::Store,
-                step: &step,
-            },
-        );
-        let n = if rows > 10000 { 10 } else { 100 };
-        let mut best = f64::MAX;
-        for _ in 0..5 {
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                for _ in 0..n {
-                    kernels.encode(&mut pass, &bind);
+    let shapes = [
+        Shape::CPU,
+        Shape {
+            lanes: 1,
+            rows: 8,
+            workgroup: 8,
+        },
+        Shape {
+            lanes: 1,
+            rows: 4,
+            workgroup: 8,
+        },
+        Shape {
+            lanes: 1,
+            rows: 8,
+            workgroup: 32,
+        },
+        Shape::GPU,
+    ];
+    for shape in shapes {
+        let kernels = MatvecKernels::with_shape(&ctx, shape);
+        println!("{shape:?}");
+        for (ty, rows, cols) in [
+            (GgmlType::Q4_1, 1536, 576),
+            (GgmlType::Q4_1, 576, 1536),
+            (GgmlType::Q8_0, 49152, 576),
+        ] {
+            let vals: Vec<f32> = (0..rows * cols)
+                .map(|i| ((i * 7919 % 1009) as f32 / 504.5) - 1.0)
+                .collect();
+            let bytes = quantize_row(ty, &vals).unwrap();
+            let packed = repack(ty, rows, cols, &bytes).unwrap();
+            let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
+            let x = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: bytemuck::cast_slice(&vals[..cols]),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+            let y = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: rows as u64 * 4,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            });
+            let step = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: bytemuck::bytes_of(&Step::default()),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            let bind = kernels.bind(
+                &ctx,
+                &m,
+                MatvecIo {
+                    x: &x,
+                    y: &y,
+                    norm: None,
+                    epilogue: Epilogue::Store,
+                    step: &step,
+                },
+            );
+            let n = if rows > 10000 { 10 } else { 100 };
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let mut enc = ctx.device.create_command_encoder(&Default::default());
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    for _ in 0..n {
+                        kernels.encode(&mut pass, &bind);
+                    }
                 }
+                let t = Instant::now();
+                ctx.queue.submit([enc.finish()]);
+                ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+                best = best.min(t.elapsed().as_secs_f64());
             }
-            let t = Instant::now();
-            ctx.queue.submit([enc.finish()]);
-            ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-            best = best.min(t.elapsed().as_secs_f64());
+            let per = best / n as f64;
+            println!(
+                "{ty} {rows}x{cols}: {:.1} us/dispatch, {:.2} GB/s",
+                per * 1e6,
+                bytes.len() as f64 / per / 1e9
+            );
         }
-        let per = best / n as f64;
-        println!(
-            "{ty} {rows}x{cols}: {:.1} us/dispatch, {:.2} GB/s",
-            per * 1e6,
-            bytes.len() as f64 / per / 1e9
-        );
     }
 }

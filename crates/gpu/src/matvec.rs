@@ -9,8 +9,6 @@ use tokscope_core::quant::GgmlType;
 use wgpu::util::DeviceExt;
 
 pub const SHADER: &str = include_str!("matvec.wgsl");
-/// Invocations per workgroup (matvec.wgsl's `WG`).
-pub const WORKGROUP: u32 = 64;
 /// The widest input a matvec stages in workgroup memory (matvec.wgsl's `MAX_COLS`).
 pub const MAX_COLS: usize = 8192;
 
@@ -73,9 +71,12 @@ impl GpuMatrix {
                 max: MAX_COLS,
             });
         }
+        // Whole 16-byte words, for the kernels' vec4 view of the same buffer.
+        let mut words = packed.words.clone();
+        words.resize(words.len().next_multiple_of(4), 0);
         let weights = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(name),
-            contents: bytemuck::cast_slice(&packed.words),
+            contents: bytemuck::cast_slice(&words),
             usage: wgpu::BufferUsages::STORAGE,
         });
         Ok(Self {
@@ -127,27 +128,68 @@ pub struct MatvecCall {
     bind: wgpu::BindGroup,
 }
 
+/// How the kernels split the work (matvec.wgsl's overrides): `lanes` invocations share `rows`
+/// consecutive rows; `workgroup` invocations per workgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub lanes: u32,
+    pub rows: u32,
+    pub workgroup: u32,
+}
+
+impl Shape {
+    /// CPU-backed adapters (lavapipe, SwiftShader), where an invocation is a SIMD lane: one lane
+    /// per row group (no cross-lane sums, which cost barriers), 8 rows each so every activation
+    /// load serves 8 rows, 16 per workgroup so the layers' 576-row matrices still make several
+    /// workgroups for the CPU's threads. Measured on lavapipe (examples/mvexp.rs, Q8_0 49152×576):
+    /// 1 row per invocation 1.45 GB/s, 4 rows 3.4 GB/s, 8 rows 4.05 GB/s = the probe's.
+    pub const CPU: Shape = Shape {
+        lanes: 1,
+        rows: 8,
+        workgroup: 16,
+    };
+    /// GPUs: 16 lanes read a row pair's blocks side by side, 2 rows each (the RoPE/SwiGLU pair).
+    pub const GPU: Shape = Shape {
+        lanes: 16,
+        rows: 2,
+        workgroup: 64,
+    };
+
+    pub fn for_device(device_type: wgpu::DeviceType) -> Shape {
+        match device_type {
+            wgpu::DeviceType::Cpu => Shape::CPU,
+            _ => Shape::GPU,
+        }
+    }
+
+    /// Rows one workgroup computes.
+    pub fn rows_per_workgroup(&self) -> u32 {
+        self.workgroup / self.lanes * self.rows
+    }
+
+    fn check(&self) {
+        let ok = self.lanes.is_power_of_two()
+            && self.workgroup.is_power_of_two()
+            && self.lanes <= self.workgroup
+            && self.workgroup <= 64
+            && self.rows.is_multiple_of(2)
+            && (2..=8).contains(&self.rows);
+        assert!(ok, "matvec shape {self:?}");
+    }
+}
+
 /// Every matvec pipeline, compiled at load.
 pub struct MatvecKernels {
     pipelines: HashMap<GgmlType, wgpu::ComputePipeline>,
     max_per_dim: u32,
-    lanes: u32,
+    shape: Shape,
     // Stand-ins for the bindings an epilogue does not use (writable bindings must not alias).
     unused: [wgpu::Buffer; 3],
 }
 
-/// Lanes per row: 1 where invocations are SIMD lanes of a CPU (lavapipe, SwiftShader), where a
-/// cross-lane reduction costs barriers; 16 on GPUs, where lanes of a row read adjacent blocks.
-pub fn lanes_for(device_type: wgpu::DeviceType) -> u32 {
-    match device_type {
-        wgpu::DeviceType::Cpu => 1,
-        _ => 16,
-    }
-}
-
 /// Workgroups for `rows`, folded into two dimensions past the per-dimension limit.
-pub fn dispatch_size(rows: usize, lanes: u32, max_per_dim: u32) -> (u32, u32) {
-    let groups = (rows as u32).div_ceil(WORKGROUP / lanes);
+pub fn dispatch_size(rows: usize, shape: Shape, max_per_dim: u32) -> (u32, u32) {
+    let groups = (rows as u32).div_ceil(shape.rows_per_workgroup());
     if groups <= max_per_dim {
         (groups, 1)
     } else {
@@ -157,13 +199,17 @@ pub fn dispatch_size(rows: usize, lanes: u32, max_per_dim: u32) -> (u32, u32) {
 
 impl MatvecKernels {
     pub fn new(ctx: &GpuContext) -> Self {
-        Self::with_lanes(ctx, lanes_for(ctx.info.device_type))
+        Self::with_shape(ctx, Shape::for_device(ctx.info.device_type))
     }
 
-    pub fn with_lanes(ctx: &GpuContext, lanes: u32) -> Self {
-        assert!(lanes.is_power_of_two() && lanes <= WORKGROUP / 2, "lanes {lanes}");
+    pub fn with_shape(ctx: &GpuContext, shape: Shape) -> Self {
+        shape.check();
         let module = ctx.shader("matvec.wgsl", SHADER);
-        let constants = [("LANES", lanes as f64)];
+        let constants = [
+            ("LANES", shape.lanes as f64),
+            ("R", shape.rows as f64),
+            ("WG", shape.workgroup as f64),
+        ];
         let pipelines = GgmlType::SUPPORTED
             .iter()
             .map(|&ty| {
@@ -182,7 +228,7 @@ impl MatvecKernels {
         Self {
             pipelines,
             max_per_dim: ctx.limits.max_compute_workgroups_per_dimension,
-            lanes,
+            shape,
             unused,
         }
     }
@@ -228,7 +274,11 @@ impl MatvecKernels {
             usage: wgpu::BufferUsages::UNIFORM,
         });
         let norm = io.norm.map_or(unused_g, |(g, _)| g);
-        let buffers = [&m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step];
+        let mut buffers = vec![&m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step];
+        if m.ty.is_quantized() {
+            // Binding 9: `w4`, the same (read-only) buffer seen 16 bytes at a time.
+            buffers.push(&m.weights);
+        }
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
@@ -253,7 +303,7 @@ impl MatvecKernels {
     pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall) {
         pass.set_pipeline(&self.pipelines[&call.ty]);
         pass.set_bind_group(0, &call.bind, &[]);
-        let (x, y) = dispatch_size(call.rows, self.lanes, self.max_per_dim);
+        let (x, y) = dispatch_size(call.rows, self.shape, self.max_per_dim);
         pass.dispatch_workgroups(x, y, 1);
     }
 }
@@ -264,10 +314,12 @@ mod tests {
 
     #[test]
     fn dispatch_folds_past_the_limit() {
-        assert_eq!(dispatch_size(37, 16, 65535), (10, 1));
-        assert_eq!(dispatch_size(49152, 16, 65535), (12288, 1));
-        assert_eq!(dispatch_size(49152, 1, 65535), (768, 1));
-        assert_eq!(dispatch_size(4 * 70000, 16, 65535), (65535, 2));
+        // 128 rows per workgroup on CPUs, 8 on GPUs.
+        assert_eq!(dispatch_size(37, Shape::CPU, 65535), (1, 1));
+        assert_eq!(dispatch_size(576, Shape::CPU, 65535), (5, 1));
+        assert_eq!(dispatch_size(37, Shape::GPU, 65535), (5, 1));
+        assert_eq!(dispatch_size(49152, Shape::GPU, 65535), (6144, 1));
+        assert_eq!(dispatch_size(8 * 70000, Shape::GPU, 65535), (65535, 2));
     }
 
     /// The probe's and the layer ops' shaders validate too.

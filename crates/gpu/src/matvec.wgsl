@@ -7,9 +7,13 @@
 // ggml's CPU backend and our CPU engine do, so quantized dots are integer dot products
 // (dot4I8Packed) and read four activations per 32-bit load.
 //
-// LANES invocations share a row (an override: 1 on CPU-backed adapters, where an invocation is a
-// SIMD lane and reductions cost barriers; more on real GPUs, where lanes of a row read adjacent
-// blocks). The epilogue then stores, adds (the residual add fused into the projection), rotates
+// Shape (overrides, chosen per adapter in matvec.rs): each invocation computes R consecutive rows
+// (R even, ≤ 8), so every activation word loaded from workgroup memory serves R rows and the two
+// rows of a RoPE or SwiGLU pair are in one invocation; LANES invocations share those rows, each
+// taking every LANES-th block, then sum through workgroup memory. On CPU-backed adapters
+// (lavapipe, SwiftShader: an invocation is a SIMD lane) LANES = 1, R = 8, WG = 16 reaches the
+// probe's bandwidth, where one row per invocation reached a third of it; quantized weights are
+// read 16 bytes per load (`w4`). The epilogue then stores, adds (the residual add fused into the projection), rotates
 // Q and K and writes K and V into the cache (RoPE fused with the KV write), or applies SwiGLU to
 // interleaved gate/up rows.
 
@@ -49,17 +53,23 @@ struct Step {
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(7) var<storage, read> rope: array<f32>;
 @group(0) @binding(8) var<uniform> step: Step;
+// The same buffer as `w`, 16 bytes at a time (quantized kernels' quant region).
+@group(0) @binding(9) var<storage, read> w4: array<vec4<u32>>;
 
 override LANES: u32 = 1u;
-const WG: u32 = 64u;
+override R: u32 = 8u;
+override WG: u32 = 16u;
+// R and WG's largest values (matvec.rs checks them).
+const MAX_R: u32 = 8u;
+const MAX_WG: u32 = 64u;
 // The widest input staged in workgroup memory (checked at load: 10 KB of the 16 KB WebGPU
 // guarantees).
 const MAX_COLS: u32 = 8192u;
 
-var<workgroup> xq: array<u32, 2048>;   // MAX_COLS / 4 packed int8
-var<workgroup> xd: array<f32, 256>;    // per block: scale d
-var<workgroup> xs: array<f32, 256>;    // per block: d · Σ q
-var<workgroup> red: array<f32, 64>;
+var<workgroup> xq: array<vec4<u32>, 512>;  // MAX_COLS / 16: int8 × 16 per vec4, 2 per block
+var<workgroup> xd: array<f32, 256>;        // per block: scale d
+var<workgroup> xs: array<f32, 256>;        // per block: d · Σ q
+var<workgroup> red: array<f32, 512>;       // MAX_WG · MAX_R
 
 // Rust's f32::round: half away from zero (WGSL's round() is half to even).
 fn round_away(v: f32) -> f32 {
@@ -88,6 +98,17 @@ fn reduce(lid: u32, v: f32) -> f32 {
     return r;
 }
 
+// Four int8 of the staged input, packed, and their sum.
+fn pack4(at: u32, scale: f32, id: f32, sum: ptr<function, i32>) -> u32 {
+    var word = 0u;
+    for (var e = 0u; e < 4u; e++) {
+        let q = i32(round_away(xin(at + e, scale) * id));
+        *sum += q;
+        word |= (bitcast<u32>(q) & 0xFFu) << (8u * e);
+    }
+    return word;
+}
+
 // RMSNorm's scale (1 without a norm), and the input quantized into workgroup memory.
 fn stage(lid: u32) -> f32 {
     var scale = 1.0;
@@ -107,14 +128,13 @@ fn stage(lid: u32) -> f32 {
             let d = amax / 127.0;
             let id = select(0.0, 1.0 / d, d != 0.0);
             var sum = 0i;
-            for (var k = 0u; k < 8u; k++) {
-                var word = 0u;
-                for (var e = 0u; e < 4u; e++) {
-                    let q = i32(round_away(xin(b * 32u + k * 4u + e, scale) * id));
-                    sum += q;
-                    word |= (bitcast<u32>(q) & 0xFFu) << (8u * e);
-                }
-                xq[b * 8u + k] = word;
+            for (var h = 0u; h < 2u; h++) {
+                let at = b * 32u + h * 16u;
+                let v0 = pack4(at, scale, id, &sum);
+                let v1 = pack4(at + 4u, scale, id, &sum);
+                let v2 = pack4(at + 8u, scale, id, &sum);
+                let v3 = pack4(at + 12u, scale, id, &sum);
+                xq[b * 2u + h] = vec4<u32>(v0, v1, v2, v3);
             }
             xd[b] = d;
             xs[b] = d * f32(sum);
@@ -124,41 +144,43 @@ fn stage(lid: u32) -> f32 {
     return scale;
 }
 
-fn row_of(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-    return (wid.x + wid.y * nwg.x) * (WG / LANES) + lid / LANES;
+// This invocation's first row.
+fn first_row(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return ((wid.x + wid.y * nwg.x) * (WG / LANES) + lid / LANES) * R;
 }
 
-// Sums each row's lanes, then the row's leader applies the epilogue. Pairs of rows (RoPE's
-// (2i, 2i+1), SwiGLU's gate/up) are always in one workgroup: WG / LANES is even.
-fn finish(lid: u32, row: u32, acc: f32) {
-    red[lid] = acc;
-    workgroupBarrier();
-    for (var s = LANES / 2u; s > 0u; s = s >> 1u) {
-        if (lid % LANES < s) {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
-    }
-    if (lid % LANES != 0u || row >= p.rows) {
+// Rows past the end read the last row (in bounds); their results are never stored.
+fn row_at(r: u32) -> u32 {
+    return min(r, p.rows - 1u);
+}
+
+// One output: the epilogue of modes that treat rows alone.
+fn put(row: u32, v: f32) {
+    if (row >= p.rows) {
         return;
     }
-    let v = red[lid];
+    if (p.mode == 1u) {
+        y[row] += v;
+    } else {
+        y[row] = v;
+    }
+}
+
+// A pair of rows (2i, 2i+1) through the epilogue.
+fn put_pair(row: u32, v0: f32, v1: f32) {
     switch p.mode {
-        case 1u: {
-            y[row] += v;
-        }
         case 2u: {
             let qk = p.q_rows + p.kv_rows;
             let cache_row = p.cache_at + step.pos * p.kv_rows;
             if (row >= qk) {
-                vc[cache_row + row - qk] = v;
-            } else if ((row & 1u) == 0u) {
-                let v1 = red[lid + LANES];
+                vc[cache_row + row - qk] = v0;
+                vc[cache_row + row - qk + 1u] = v1;
+            } else {
                 let i = (row % p.head_dim) / 2u;
                 let co = rope[i];
                 let si = rope[p.head_dim / 2u + i];
-                let r0 = v * co - v1 * si;
-                let r1 = v * si + v1 * co;
+                let r0 = v0 * co - v1 * si;
+                let r1 = v0 * si + v1 * co;
                 if (row < p.q_rows) {
                     y[row] = r0;
                     y[row + 1u] = r1;
@@ -169,14 +191,44 @@ fn finish(lid: u32, row: u32, acc: f32) {
             }
         }
         case 3u: {
-            if ((row & 1u) == 0u) {
-                let u = red[lid + LANES];
-                y[row / 2u] = v / (1.0 + exp(-v)) * u;
-            }
+            y[row / 2u] = v0 / (1.0 + exp(-v0)) * v1;
         }
         default: {
-            y[row] = v;
+            put(row, v0);
+            put(row + 1u, v1);
         }
+    }
+}
+
+// Sums the lanes of each row (LANES > 1), then the rows' leader applies the epilogue. The pair
+// modes (RoPE, SwiGLU) have even row counts, so a pair never runs past the end.
+fn finish(lid: u32, r0: u32, partial: array<f32, MAX_R>) {
+    var acc = partial;
+    if (LANES > 1u) {
+        for (var r = 0u; r < R; r++) {
+            red[lid * R + r] = acc[r];
+        }
+        workgroupBarrier();
+        for (var s = LANES / 2u; s > 0u; s = s >> 1u) {
+            if (lid % LANES < s) {
+                for (var r = 0u; r < R; r++) {
+                    red[lid * R + r] += red[(lid + s) * R + r];
+                }
+            }
+            workgroupBarrier();
+        }
+        for (var r = 0u; r < R; r++) {
+            acc[r] = red[lid * R + r];
+        }
+    }
+    if (lid % LANES != 0u) {
+        return;
+    }
+    for (var r = 0u; r < R; r += 2u) {
+        if (r0 + r >= p.rows) {
+            break;
+        }
+        put_pair(r0 + r, acc[r], acc[r + 1u]);
     }
 }
 
@@ -186,117 +238,137 @@ fn half_scale(blk: u32) -> f32 {
     return select(pair.x, pair.y, (blk & 1u) == 1u);
 }
 
-// Σ q·xq over one block of nibbles (element j: low nibble of byte j, j + 16: its high nibble).
-fn q4_dot(qs_at: u32, b: u32) -> i32 {
-    var s = 0i;
-    for (var k = 0u; k < 4u; k++) {
-        let q = w[qs_at + k];
-        s += dot4I8Packed(q & 0x0F0F0F0Fu, xq[b * 8u + k]);
-        s += dot4I8Packed((q >> 4u) & 0x0F0F0F0Fu, xq[b * 8u + 4u + k]);
-    }
-    return s;
+// Σ q·x over one block of nibbles (element j: low nibble of byte j, j + 16: its high nibble),
+// against the block's staged input (x0: elements 0..15, x1: 16..31).
+fn q4_dot(q: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
+    let lo = q & vec4<u32>(0x0F0F0F0Fu);
+    let hi = (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
+    return dot4I8Packed(lo.x, x0.x) + dot4I8Packed(lo.y, x0.y) + dot4I8Packed(lo.z, x0.z) + dot4I8Packed(lo.w, x0.w)
+         + dot4I8Packed(hi.x, x1.x) + dot4I8Packed(hi.y, x1.y) + dot4I8Packed(hi.z, x1.z) + dot4I8Packed(hi.w, x1.w);
 }
 
-@compute @workgroup_size(64)
+fn q8_dot(a: vec4<u32>, b: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
+    return dot4I8Packed(a.x, x0.x) + dot4I8Packed(a.y, x0.y) + dot4I8Packed(a.z, x0.z) + dot4I8Packed(a.w, x0.w)
+         + dot4I8Packed(b.x, x1.x) + dot4I8Packed(b.y, x1.y) + dot4I8Packed(b.z, x1.z) + dot4I8Packed(b.w, x1.w);
+}
+
+@compute @workgroup_size(WG)
 fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     stage(lid);
-    let row = row_of(wid, nwg, lid);
+    let r0 = first_row(wid, nwg, lid);
     let nb = p.cols / 32u;
-    var acc = 0.0;
-    if (row < p.rows) {
-        for (var b = lid % LANES; b < nb; b += LANES) {
-            let blk = row * nb + b;
+    var acc: array<f32, MAX_R>;
+    for (var b = lid % LANES; b < nb; b += LANES) {
+        let x0 = xq[b * 2u];
+        let x1 = xq[b * 2u + 1u];
+        let d = xd[b];
+        let s = xs[b];
+        for (var r = 0u; r < R; r++) {
+            let blk = row_at(r0 + r) * nb + b;
             let dm = unpack2x16float(w[p.scales_at + blk]);
-            acc += dm.x * xd[b] * f32(q4_dot(blk * 4u, b)) + dm.y * xs[b];
+            acc[r] += dm.x * d * f32(q4_dot(w4[blk], x0, x1)) + dm.y * s;
         }
     }
-    finish(lid, row, acc);
+    finish(lid, r0, acc);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     stage(lid);
-    let row = row_of(wid, nwg, lid);
+    let r0 = first_row(wid, nwg, lid);
     let nb = p.cols / 32u;
-    var acc = 0.0;
-    if (row < p.rows) {
-        for (var b = lid % LANES; b < nb; b += LANES) {
-            let blk = row * nb + b;
-            acc += half_scale(blk) * (xd[b] * f32(q4_dot(blk * 4u, b)) - 8.0 * xs[b]);
+    var acc: array<f32, MAX_R>;
+    for (var b = lid % LANES; b < nb; b += LANES) {
+        let x0 = xq[b * 2u];
+        let x1 = xq[b * 2u + 1u];
+        let d = xd[b];
+        let s = xs[b];
+        for (var r = 0u; r < R; r++) {
+            let blk = row_at(r0 + r) * nb + b;
+            acc[r] += half_scale(blk) * (d * f32(q4_dot(w4[blk], x0, x1)) - 8.0 * s);
         }
     }
-    finish(lid, row, acc);
+    finish(lid, r0, acc);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     stage(lid);
-    let row = row_of(wid, nwg, lid);
+    let r0 = first_row(wid, nwg, lid);
     let nb = p.cols / 32u;
-    var acc = 0.0;
-    if (row < p.rows) {
-        for (var b = lid % LANES; b < nb; b += LANES) {
-            let blk = row * nb + b;
-            var s = 0i;
-            for (var k = 0u; k < 8u; k++) {
-                s += dot4I8Packed(w[blk * 8u + k], xq[b * 8u + k]);
-            }
-            acc += half_scale(blk) * xd[b] * f32(s);
+    var acc: array<f32, MAX_R>;
+    for (var b = lid % LANES; b < nb; b += LANES) {
+        let x0 = xq[b * 2u];
+        let x1 = xq[b * 2u + 1u];
+        let d = xd[b];
+        for (var r = 0u; r < R; r++) {
+            let blk = row_at(r0 + r) * nb + b;
+            acc[r] += half_scale(blk) * d * f32(q8_dot(w4[blk * 2u], w4[blk * 2u + 1u], x0, x1));
         }
     }
-    finish(lid, row, acc);
+    finish(lid, r0, acc);
 }
 
 fn x4(c: u32, scale: f32) -> vec4<f32> {
     return vec4<f32>(xin(c * 4u, scale), xin(c * 4u + 1u, scale), xin(c * 4u + 2u, scale), xin(c * 4u + 3u, scale));
 }
 
-@compute @workgroup_size(64)
+// Four weights of a float row: f32 (4 words), f16 or bf16 (2 words).
+fn f32_at(at: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(vec4<u32>(w[at], w[at + 1u], w[at + 2u], w[at + 3u]));
+}
+
+fn f16_at(at: u32) -> vec4<f32> {
+    return vec4<f32>(unpack2x16float(w[at]), unpack2x16float(w[at + 1u]));
+}
+
+fn bf16_at(at: u32) -> vec4<f32> {
+    let a = w[at];
+    let b = w[at + 1u];
+    return bitcast<vec4<f32>>(vec4<u32>(a << 16u, a & 0xFFFF0000u, b << 16u, b & 0xFFFF0000u));
+}
+
+@compute @workgroup_size(WG)
 fn matvec_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let scale = stage(lid);
-    let row = row_of(wid, nwg, lid);
+    let r0 = first_row(wid, nwg, lid);
     let n4 = p.cols / 4u;
-    var acc = 0.0;
-    if (row < p.rows) {
-        for (var c = lid % LANES; c < n4; c += LANES) {
-            let at = (row * n4 + c) * 4u;
-            let v = vec4<f32>(bitcast<f32>(w[at]), bitcast<f32>(w[at + 1u]), bitcast<f32>(w[at + 2u]), bitcast<f32>(w[at + 3u]));
-            acc += dot(v, x4(c, scale));
+    var acc: array<f32, MAX_R>;
+    for (var c = lid % LANES; c < n4; c += LANES) {
+        let xv = x4(c, scale);
+        for (var r = 0u; r < R; r++) {
+            acc[r] += dot(f32_at((row_at(r0 + r) * n4 + c) * 4u), xv);
         }
     }
-    finish(lid, row, acc);
+    finish(lid, r0, acc);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn matvec_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let scale = stage(lid);
-    let row = row_of(wid, nwg, lid);
+    let r0 = first_row(wid, nwg, lid);
     let n4 = p.cols / 4u;
-    var acc = 0.0;
-    if (row < p.rows) {
-        for (var c = lid % LANES; c < n4; c += LANES) {
-            let at = (row * n4 + c) * 2u;
-            let v = vec4<f32>(unpack2x16float(w[at]), unpack2x16float(w[at + 1u]));
-            acc += dot(v, x4(c, scale));
+    var acc: array<f32, MAX_R>;
+    for (var c = lid % LANES; c < n4; c += LANES) {
+        let xv = x4(c, scale);
+        for (var r = 0u; r < R; r++) {
+            acc[r] += dot(f16_at((row_at(r0 + r) * n4 + c) * 2u), xv);
         }
     }
-    finish(lid, row, acc);
+    finish(lid, r0, acc);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn matvec_bf16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let scale = stage(lid);
-    let row = row_of(wid, nwg, lid);
+    let r0 = first_row(wid, nwg, lid);
     let n4 = p.cols / 4u;
-    var acc = 0.0;
-    if (row < p.rows) {
-        for (var c = lid % LANES; c < n4; c += LANES) {
-            let at = (row * n4 + c) * 2u;
-            let a = w[at];
-            let b = w[at + 1u];
-            let v = vec4<f32>(bitcast<f32>(a << 16u), bitcast<f32>(a & 0xFFFF0000u), bitcast<f32>(b << 16u), bitcast<f32>(b & 0xFFFF0000u));
-            acc += dot(v, x4(c, scale));
+    var acc: array<f32, MAX_R>;
+    for (var c = lid % LANES; c < n4; c += LANES) {
+        let xv = x4(c, scale);
+        for (var r = 0u; r < R; r++) {
+            acc[r] += dot(bf16_at((row_at(r0 + r) * n4 + c) * 2u), xv);
         }
     }
-    finish(lid, row, acc);
+    finish(lid, r0, acc);
 }

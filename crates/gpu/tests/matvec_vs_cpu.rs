@@ -1,7 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Every matvec kernel against the CPU reference, on shapes that are not multiples of the
 //! workgroup: 37 rows (not a multiple of 4), 6 or 9 blocks per row (fewer than the 16 lanes, and
-//! odd so a scale word is half used), with both lane widths (1: CPU adapters, 16: GPUs).
+//! odd so a scale word is half used), with the CPU adapters' and the GPUs' work shapes.
 //!
 //! Float weights are compared with an f64 dot of the dequantized row (only the f32 summation
 //! order differs). Quantized weights are dotted against 8-bit activation blocks, as on the CPU
@@ -12,7 +12,7 @@ mod common;
 
 use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows, quantize_row};
 use tokscope_gpu::GpuContext;
-use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Step};
+use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step};
 use tokscope_gpu::readback::read_f32;
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
@@ -143,11 +143,17 @@ fn cpu_matvec(
 }
 
 #[test]
-fn matvec_matches_cpu_reference_for_every_type_case_and_lane_width() {
+fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
     let Some(ctx) = common::gpu() else { return };
     println!("adapter: {:?}", ctx.summary());
-    for lanes in [1, 16] {
-        let kernels = MatvecKernels::with_lanes(&ctx, lanes);
+    // Both shipped shapes, and one in between (several lanes and several rows per invocation).
+    let mixed = Shape {
+        lanes: 4,
+        rows: 4,
+        workgroup: 32,
+    };
+    for shape in [Shape::CPU, Shape::GPU, mixed] {
+        let kernels = MatvecKernels::with_shape(&ctx, shape);
         for (rows, cols) in [(37, 192), (5, 288), (130, 32), (38, 96)] {
             let x = values(cols, 1);
             let g = values(cols, 3);
@@ -174,7 +180,7 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_lane_width() {
                     }
                     assert!(
                         worst < 2e-5,
-                        "lanes {lanes} {ty} {rows}x{cols} {case:?}: relative error {worst:e} at row {worst_at}: {} vs {}",
+                        "{shape:?} {ty} {rows}x{cols} {case:?}: relative error {worst:e} at row {worst_at}: {} vs {}",
                         got[worst_at],
                         want[worst_at]
                     );
