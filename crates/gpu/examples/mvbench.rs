@@ -1,4 +1,5 @@
 //! Times one matvec kernel alone (many dispatches in one pass) and prints its read GB/s.
+#![cfg_attr(target_arch = "wasm32", allow(unused_imports))]
 use std::time::Instant;
 use tokscope_core::quant::{GgmlType, quantize_row};
 use tokscope_gpu::GpuContext;
@@ -6,6 +7,11 @@ use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, 
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
 
+/// Native only (the browser has no blocking device set-up).
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
     let shapes = [

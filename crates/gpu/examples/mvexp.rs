@@ -1,8 +1,15 @@
-//! Scratch: variants of the Q8_0 head matvec (49152×576) on this adapter.
+//! Layout experiments behind matvec.rs's `Shape::CPU` (kept so the figures in its doc comment can be
+//! re-measured): variants of the Q8_0 head matvec (49152×576) on this adapter.
+#![cfg_attr(target_arch = "wasm32", allow(unused_imports))]
 use std::time::Instant;
 use tokscope_gpu::GpuContext;
 use wgpu::util::DeviceExt;
 
+/// Native only (the browser has no blocking device set-up).
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
     let module = ctx.shader("mvexp", include_str!("mvexp.wgsl"));

@@ -41,17 +41,17 @@ enum Case {
     SwiGlu,
 }
 
+/// One call's vectors: the input, the norm weight, and `y` before the call.
+struct Vectors<'a> {
+    x: &'a [f32],
+    g: &'a [f32],
+    y0: &'a [f32],
+}
+
 /// Runs one call on the GPU; returns `y`.
-fn gpu_matvec(
-    ctx: &GpuContext,
-    kernels: &MatvecKernels,
-    m: &GpuMatrix,
-    x: &[f32],
-    g: &[f32],
-    y0: &[f32],
-    case: Case,
-) -> Vec<f32> {
-    let (x_buf, y_buf, g_buf) = (storage(ctx, x), storage(ctx, y0), storage(ctx, g));
+fn gpu_matvec(ctx: &GpuContext, kernels: &MatvecKernels, m: &GpuMatrix, v: &Vectors, case: Case) -> Vec<f32> {
+    let (g, y0) = (v.g, v.y0);
+    let (x_buf, y_buf, g_buf) = (storage(ctx, v.x), storage(ctx, y0), storage(ctx, g));
     let step = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: None,
         contents: bytemuck::bytes_of(&Step::default()),
@@ -83,17 +83,9 @@ fn gpu_matvec(
 }
 
 /// The CPU's result for the same call, and per output the sum of |terms| its error scales with.
-fn cpu_matvec(
-    ty: GgmlType,
-    rows: usize,
-    cols: usize,
-    bytes: &[u8],
-    x: &[f32],
-    g: &[f32],
-    y0: &[f32],
-    case: Case,
-) -> (Vec<f32>, Vec<f64>) {
-    let mut x = x.to_vec();
+fn cpu_matvec(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], v: &Vectors, case: Case) -> (Vec<f32>, Vec<f64>) {
+    let (g, y0) = (v.g, v.y0);
+    let mut x = v.x.to_vec();
     if let Case::NormAdd = case {
         let ms = x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / cols as f64;
         let inv = 1.0 / (ms + 1e-5).sqrt();
@@ -167,8 +159,9 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
                         continue;
                     }
                     let y0 = values(out_rows, 4);
-                    let got = gpu_matvec(&ctx, &kernels, &m, &x, &g, &y0, case);
-                    let (want, magnitude) = cpu_matvec(ty, rows, cols, &bytes, &x, &g, &y0, case);
+                    let v = Vectors { x: &x, g: &g, y0: &y0 };
+                    let got = gpu_matvec(&ctx, &kernels, &m, &v, case);
+                    let (want, magnitude) = cpu_matvec(ty, rows, cols, &bytes, &v, case);
                     let (mut worst, mut worst_at) = (0f64, 0);
                     for r in 0..out_rows {
                         // f32 accumulation over `cols` terms in a different order; the CPU's
