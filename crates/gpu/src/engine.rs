@@ -67,6 +67,8 @@ enum Dispatch {
     TopK(wgpu::BindGroup),
 }
 
+// Only `profile` (native) asks.
+#[cfg(not(target_arch = "wasm32"))]
 impl Dispatch {
     fn class(&self, is_head: bool) -> KernelClass {
         match self {
@@ -94,7 +96,6 @@ pub struct GpuEngine<B> {
     attention: wgpu::ComputePipeline,
     top_k: wgpu::ComputePipeline,
     dispatches: Vec<Dispatch>,
-    classes: Vec<KernelClass>,
     x: wgpu::Buffer,
     logits: wgpu::Buffer,
     candidates: wgpu::Buffer,
@@ -108,7 +109,6 @@ pub struct GpuEngine<B> {
     pos: usize,
     embed_row: Vec<f32>,
     cos_sin: Vec<f32>,
-    weight_bytes: u64,
 }
 
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
@@ -163,13 +163,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         });
         let total: u64 = model.desc.weights().iter().map(|w| w.n_bytes()).sum();
         let mut done = 0u64;
-        let mut weight_bytes = 0u64;
         let mut upload = |name: &str, parts: &[&Weight], interleave: bool| -> Result<GpuMatrix, GpuEngineError> {
             let (ty, bytes) = fuse(&model, parts, interleave);
             let rows = parts.iter().map(|w| w.rows).sum();
             let packed = repack(ty, rows, parts[0].cols, &bytes).map_err(GpuError::from)?;
             let m = GpuMatrix::upload(&ctx, name, &packed)?;
-            weight_bytes += packed.n_bytes();
             done += parts.iter().map(|w| w.n_bytes()).sum::<u64>();
             progress(done.min(total), total);
             Ok(m)
@@ -228,6 +226,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 step,
             }
         }
+        let mv = |m: &GpuMatrix, io: MatvecIo<'_>| Dispatch::Matvec(matvec.bind(&ctx, m, io));
         let mut dispatches = Vec::new();
         for (li, l) in model.desc.layers.iter().enumerate() {
             let cache_at = li * capacity * kvd;
@@ -246,7 +245,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 v_cache: &vc,
                 rope: &rope,
             };
-            let mv = |m: &GpuMatrix, io| Dispatch::Matvec(matvec.bind(&ctx, m, io));
             dispatches.push(mv(&wqkv, io(&x, &q, Some((&attn_norm, eps)), rope_kv, &step)));
             let shape = shape_buf(cache_at, d);
             let att_bind = bind(
@@ -268,22 +266,15 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
         let out_norm = table(&model.dequantized(&model.desc.output_norm));
         let head = upload(&model.desc.output.name, &[&model.desc.output], false)?;
-        dispatches.push(Dispatch::Matvec(matvec.bind(
-            &ctx,
+        dispatches.push(mv(
             &head,
             io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step),
-        )));
+        ));
         let shape = shape_buf(0, c.vocab_size);
         dispatches.push(Dispatch::TopK(bind(
             &top_k,
             &[(0, &logits), (5, &shape), (6, &step), (9, &candidates)],
         )));
-        let n = dispatches.len();
-        let classes = dispatches
-            .iter()
-            .enumerate()
-            .map(|(i, d)| d.class(i + 2 >= n))
-            .collect();
         let staging = Staging::new(&ctx, (c.vocab_size * 4).max(MAX_TOP_K * 8) as u64);
         Ok(Self {
             inv_freq: model.rope_inv_freq(),
@@ -295,7 +286,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             attention,
             top_k,
             dispatches,
-            classes,
             x,
             logits,
             candidates,
@@ -306,7 +296,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             read_buf: Vec::new(),
             capacity,
             pos: 0,
-            weight_bytes,
         })
     }
 
@@ -325,16 +314,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// Dispatches recorded per decoded token.
     pub fn dispatches_per_token(&self) -> usize {
         self.dispatches.len()
-    }
-
-    /// Bytes of weights on the GPU (each read once per token).
-    pub fn weight_bytes(&self) -> u64 {
-        self.weight_bytes
-    }
-
-    /// The kernel class of every dispatch, in recording order.
-    pub fn kernel_classes(&self) -> &[KernelClass] {
-        &self.classes
     }
 
     fn result_bytes(&self, want: Want) -> u64 {
@@ -579,10 +558,12 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.pending = Some(want);
         self.pos += 1;
         let mut split: Vec<(KernelClass, f64)> = Vec::new();
-        for (class, s) in self.classes.iter().zip(secs) {
-            match split.iter_mut().find(|(c, _)| c == class) {
+        for (i, (d, s)) in self.dispatches.iter().zip(secs).enumerate() {
+            // The last two dispatches are the head's matvec and its top-k.
+            let class = d.class(i + 2 >= n);
+            match split.iter_mut().find(|(c, _)| *c == class) {
                 Some((_, t)) => *t += s,
-                None => split.push((*class, s)),
+                None => split.push((class, s)),
             }
         }
         Ok(split)

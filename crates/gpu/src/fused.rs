@@ -10,7 +10,8 @@ use tokscope_core::quant::{GgmlType, quantize_row};
 ///
 /// Parts of one type are copied byte for byte, since GGUF rows are whole blocks. Parts of
 /// different types are re-encoded as F16 (exact for every float type and close for quantized
-/// ones; more bytes per token, which the bench reports).
+/// ones). That reads more bytes per token than the GGUF's tensors, and `bench` still counts the
+/// GGUF's bytes; no model we test mixes types within Q/K/V or gate/up.
 pub fn fuse<B: AsRef<[u8]>>(model: &Model<B>, parts: &[&Weight], interleave: bool) -> (GgmlType, Vec<u8>) {
     let cols = parts[0].cols;
     assert!(parts.iter().all(|w| w.cols == cols), "fused weights share their width");

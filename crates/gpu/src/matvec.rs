@@ -71,9 +71,15 @@ impl GpuMatrix {
                 max: MAX_COLS,
             });
         }
-        // Whole 16-byte words, for the kernels' vec4 view of the same buffer.
-        let mut words = packed.words.clone();
-        words.resize(words.len().next_multiple_of(4), 0);
+        // Whole 16-byte words, for the kernels' vec4 view of the same buffer (copied only when
+        // padding is needed).
+        let words: std::borrow::Cow<[u32]> = if packed.words.len().is_multiple_of(4) {
+            (&packed.words[..]).into()
+        } else {
+            let mut padded = packed.words.clone();
+            padded.resize(padded.len().next_multiple_of(4), 0);
+            padded.into()
+        };
         let weights = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(name),
             contents: bytemuck::cast_slice(&words),
