@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Sets everything up, builds tokscope (release) and runs the default model: a chat reply, then
-# the decode benchmark. Usage: scripts/run.sh ["your prompt"]
+# The main job: sets everything up, builds the playground (release) with the default model and
+# serves it on http://127.0.0.1:8080 (Ctrl-C stops). Usage: scripts/run.sh [ADDR]
+#   ADDR defaults to 127.0.0.1:8080. The page runs on WebGPU where the browser offers it, else
+#   on the CPU engine in WebAssembly. The CLI is built too (target/release/tokscope).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-cargo build --release --locked -p tokscope-cli
-model=public/models/SmolLM2-135M-Instruct.Q4_1.gguf
-prompt=${1:-"Explain in two sentences why generating text is limited by memory bandwidth."}
-./target/release/tokscope generate --model "$model" --chat --prompt "$prompt" --max-tokens 128
-./target/release/tokscope bench --model "$model"
+export TRUNK_OFFLINE=true
+trunk build --release
+cargo build --release --locked -p tokscope-cli -p tokscope-e2e --bin tokscope --bin tokscope-serve
+exec ./target/release/tokscope-serve dist "${1:-127.0.0.1:8080}"

@@ -36,4 +36,11 @@ command -v node >/dev/null || apt_install nodejs
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 ||
   apt_install mesa-vulkan-drivers libvulkan1
 
+# The page: Trunk builds it (0.21.14: newer releases need a newer rustc); it finds the
+# wasm-bindgen CLI above through TRUNK_OFFLINE=true (scripts/run.sh and test.sh set it).
+trunk --version 2>/dev/null | grep -q " 0.21.14" || cargo install -q --locked trunk --version 0.21.14
+# Headless Chromium and its WebDriver, for the browser tests (WebGPU on SwiftShader without a GPU).
+command -v chromium >/dev/null || apt_install chromium
+command -v chromedriver >/dev/null || apt_install chromium-driver
+
 cargo xtask fetch-model

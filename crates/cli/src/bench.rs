@@ -3,7 +3,7 @@
 
 use crate::CliResult;
 use crate::args::BenchArgs;
-use crate::engine::Engine;
+use crate::engine;
 use crate::model_file::load;
 use serde::Serialize;
 use std::time::Instant;
@@ -12,6 +12,7 @@ use tokscope_core::roofline::mbu;
 use tokscope_core::sampling::{Sampler, SamplingParams};
 use tokscope_core::stats::median;
 use tokscope_gpu::engine::{KernelClass, Want};
+use tokscope_gpu::runner::Runner;
 
 /// Prompt text for benchmarks: ordinary prose, repeated to the requested length.
 const BENCH_TEXT: &str = "The quick brown fox jumps over the lazy dog while the river runs past the old mill, and the miller counts the sacks of flour one by one before the evening bell. ";
@@ -78,23 +79,23 @@ pub fn run(a: BenchArgs) -> CliResult {
             a.tokens, context
         ));
     }
-    let mut engine = Engine::new(a.backend, model.clone(), context)?;
+    let mut engine = engine::new(a.backend, model.clone(), context)?;
     let mut greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
 
     // (The default parameters are greedy.)
     // Warm-up: page in the weights, spin up the thread pool, compile the pipelines.
-    engine.prefill(decode_prompt, &mut greedy)?;
+    engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
     for _ in 0..8 {
-        engine.decode(0, &mut greedy)?;
+        engine.decode(0, &mut greedy).map_err(|e| e.to_string())?;
     }
 
     let mut decode_runs = Vec::with_capacity(a.runs);
     for _ in 0..a.runs {
         engine.reset();
-        let mut next = engine.prefill(decode_prompt, &mut greedy)?;
+        let mut next = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
         let start = Instant::now();
         for _ in 0..a.tokens {
-            next = engine.decode(next, &mut greedy)?;
+            next = engine.decode(next, &mut greedy).map_err(|e| e.to_string())?;
         }
         decode_runs.push(a.tokens as f64 / start.elapsed().as_secs_f64());
     }
@@ -102,15 +103,15 @@ pub fn run(a: BenchArgs) -> CliResult {
     for _ in 0..a.runs {
         engine.reset();
         let start = Instant::now();
-        engine.prefill(&prompt, &mut greedy)?;
+        engine.prefill(&prompt, &mut greedy).map_err(|e| e.to_string())?;
         prefill_runs.push(prompt.len() as f64 / start.elapsed().as_secs_f64());
     }
     let positions = decode_prompt.len()..decode_prompt.len() + a.tokens;
     let bytes_per_token = positions.clone().map(|p| model.bytes_per_token(p) as f64).sum::<f64>() / a.tokens as f64;
     let decode_tok_s = median(&decode_runs);
     let (backend, adapter, probe_gb_s, dispatches, time_split) = match &mut engine {
-        Engine::Cpu(_) => ("cpu", format!("CPU, {} threads", threads()), None, None, vec![]),
-        Engine::Gpu(g) => {
+        Runner::Cpu { .. } => ("cpu", format!("CPU, {} threads", threads()), None, None, vec![]),
+        Runner::Gpu(g) => {
             let probe = tokscope_gpu::probe::run(&g.ctx, 5).map_err(|e| e.to_string())?;
             g.reset();
             let split = g.profile(decode_prompt[0], Want::Top(1)).map_err(|e| e.to_string())?;

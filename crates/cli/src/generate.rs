@@ -2,7 +2,7 @@
 
 use crate::CliResult;
 use crate::args::GenerateArgs;
-use crate::engine::Engine;
+use crate::engine;
 use crate::model_file::load;
 use std::io::Write;
 use std::time::Instant;
@@ -34,10 +34,10 @@ pub fn run(a: GenerateArgs) -> CliResult {
         }
         .to_string());
     }
-    let mut engine = Engine::new(a.backend, loaded.model.clone(), context)?;
+    let mut engine = engine::new(a.backend, loaded.model.clone(), context)?;
 
     let start = Instant::now();
-    let mut next = engine.prefill(&tokens, &mut sampler)?;
+    let mut next = engine.prefill(&tokens, &mut sampler).map_err(|e| e.to_string())?;
     let ttft = start.elapsed();
     let mut stream = tok.stream();
     let mut out = std::io::stdout().lock();
@@ -61,7 +61,7 @@ pub fn run(a: GenerateArgs) -> CliResult {
             note = Some(format!("stopped: context full ({capacity} tokens)"));
             break;
         }
-        next = engine.decode(next, &mut sampler)?;
+        next = engine.decode(next, &mut sampler).map_err(|e| e.to_string())?;
     }
     let decode_s = decode_start.elapsed().as_secs_f64();
     let _ = writeln!(out);

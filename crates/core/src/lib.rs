@@ -6,6 +6,7 @@
 pub mod chat;
 pub mod cpu;
 pub mod gguf;
+pub mod meter;
 pub mod model;
 pub mod prompt;
 pub mod quant;

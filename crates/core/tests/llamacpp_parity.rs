@@ -234,6 +234,9 @@ fn free_running_greedy_matches_until_the_first_close_call() {
     }
 }
 
+/// See `first_step_logits_are_close_to_llamacpp`.
+const SELF_NOISE_MARGIN: f64 = 1.25;
+
 #[test]
 fn first_step_logits_are_close_to_llamacpp() {
     let m = model();
@@ -272,10 +275,12 @@ fn first_step_logits_are_close_to_llamacpp() {
             "{}: max-abs {max_abs:.4}, RMS {rms:.4} (logit range {spread:.1})",
             p.name
         );
-        // 8-bit activations make this model sensitive to rounding: we ask to be no further from
-        // llama.cpp than its own numerics variants are.
+        // 8-bit activations make this model sensitive to rounding: we ask to be about as far
+        // from llama.cpp as its own numerics variants are. Ours is a third variant: were it
+        // exactly as good, it would still exceed the larger of two samples a third of the time,
+        // so the bound carries a 25 % margin (the top-1 teacher-forcing test stays strict).
         assert!(
-            rms <= self_rms && max_abs <= self_max,
+            rms <= SELF_NOISE_MARGIN * self_rms && max_abs <= SELF_NOISE_MARGIN as f32 * self_max,
             "{}: max-abs {max_abs}, RMS {rms}",
             p.name
         );

@@ -477,6 +477,13 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// The prompt, one token per pass (the result is read only for the last).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn prefill(&mut self, tokens: &[u32], want: Want) -> Result<TokenResult, GpuEngineError> {
+        self.submit_prefill(tokens, want)?;
+        self.read()
+    }
+
+    /// Submits the prompt, one token per pass, leaving the last token's result to read back
+    /// ([`GpuEngine::read`] or [`GpuEngine::read_async`]).
+    pub fn submit_prefill(&mut self, tokens: &[u32], want: Want) -> Result<(), GpuEngineError> {
         let Some((last, rest)) = tokens.split_last() else {
             return Err(EngineError::EmptyPrompt.into());
         };
@@ -490,8 +497,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         for &t in rest {
             self.submit_prompt_token(t)?;
         }
-        self.submit(*last, want)?;
-        self.read()
+        self.submit(*last, want)
     }
 
     /// Decodes `token` like [`GpuEngine::submit`], but times each kernel class: with GPU

@@ -8,5 +8,6 @@ pub mod matvec;
 pub mod probe;
 pub mod readback;
 pub mod repack;
+pub mod runner;
 
 pub use device::{AdapterSummary, GpuContext, GpuError};

@@ -102,14 +102,16 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 // The `step.k` largest of the `shape.d` values in a, highest first, ties to the lower index
 // (the CPU sampler's order), as (f32 bits, index) pairs in out: a token reads back 8·k bytes,
 // not the whole vocabulary. One workgroup; k rounds of a max-reduction, each round removing its
-// winner (overwritten with NaN, which never compares greater).
+// winner (overwritten with LOWEST, which never compares greater: the search starts there).
+// WGSL constants cannot be NaN or infinite (Tint rejects them), hence a finite floor.
+const LOWEST: f32 = -3.4028234e38;
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn top_k(@builtin(local_invocation_index) i: u32) {
     for (var r = 0u; r < step.k; r++) {
-        var bv = -3.4028235e38;
+        var bv = LOWEST;
         var bi = 0xFFFFFFFFu;
         for (var j = i; j < shape.d; j += WG) {
             let v = a[j];
@@ -135,7 +137,7 @@ fn top_k(@builtin(local_invocation_index) i: u32) {
         if (i == 0u) {
             out[2u * r] = bitcast<u32>(best_v[0]);
             out[2u * r + 1u] = best_i[0];
-            a[best_i[0]] = bitcast<f32>(0x7FC00000u);
+            a[best_i[0]] = LOWEST;
         }
         storageBarrier();
         workgroupBarrier();

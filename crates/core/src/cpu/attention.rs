@@ -32,12 +32,12 @@ pub fn attention(s: &AttentionShape, q: &[f32], k_cache: &[f32], v_cache: &[f32]
             let k = &k_cache[j * kv_dim + kvh * hd..][..hd];
             let score = qh.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale;
             if score > max {
-                let c = (max - score).exp();
+                let c = libm::expf(max - score);
                 sum *= c;
                 acc.iter_mut().for_each(|a| *a *= c);
                 max = score;
             }
-            let p = (score - max).exp();
+            let p = libm::expf(score - max);
             sum += p;
             let v = &v_cache[j * kv_dim + kvh * hd..][..hd];
             acc.iter_mut().zip(v).for_each(|(a, b)| *a += p * b);

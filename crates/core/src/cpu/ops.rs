@@ -1,4 +1,5 @@
-//! The element-wise and row-wise pieces of a llama layer, in f32.
+//! The element-wise and row-wise pieces of a llama layer, in f32. Transcendentals come from the
+//! `libm` crate, not the platform's math library, so native and wasm builds agree to the bit.
 
 /// RMSNorm (Zhang & Sennrich 2019, as in llama.cpp's `ggml_rms_norm`): `x / sqrt(mean(x²) + ε) · w`.
 pub fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
@@ -12,7 +13,7 @@ pub fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
 /// RoPE tables for one position: `cos`/`sin` of `pos · inv_freq[i]`.
 pub fn rope_table(pos: usize, inv_freq: &[f32], cos: &mut [f32], sin: &mut [f32]) {
     for ((c, s), f) in cos.iter_mut().zip(sin.iter_mut()).zip(inv_freq) {
-        let (si, co) = (pos as f64 * *f as f64).sin_cos();
+        let (si, co) = libm::sincos(pos as f64 * *f as f64);
         *c = co as f32;
         *s = si as f32;
     }
@@ -23,7 +24,7 @@ pub fn rope_table(pos: usize, inv_freq: &[f32], cos: &mut [f32], sin: &mut [f32]
 pub fn rope_inv_freq(rope_dim: usize, base: f32, factors: Option<&[f32]>) -> Vec<f32> {
     (0..rope_dim / 2)
         .map(|i| {
-            let f = (base as f64).powf(-2.0 * i as f64 / rope_dim as f64);
+            let f = libm::pow(base as f64, -2.0 * i as f64 / rope_dim as f64);
             (f / factors.map_or(1.0, |fs| fs[i] as f64)) as f32
         })
         .collect()
@@ -44,7 +45,7 @@ pub fn apply_rope(x: &mut [f32], head_dim: usize, cos: &[f32], sin: &[f32]) {
 /// SwiGLU (Shazeer 2020): `silu(gate) · up`, written into `gate`.
 pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
     for (g, u) in gate.iter_mut().zip(up) {
-        *g = *g / (1.0 + (-*g).exp()) * u;
+        *g = *g / (1.0 + libm::expf(-*g)) * u;
     }
 }
 
@@ -59,7 +60,7 @@ pub fn softmax(x: &mut [f32]) {
     let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
     for v in x.iter_mut() {
-        *v = (*v - max).exp();
+        *v = libm::expf(*v - max);
         sum += *v;
     }
     let inv = 1.0 / sum;

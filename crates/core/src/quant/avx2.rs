@@ -49,11 +49,19 @@ fn hsum(v: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
 }
 
-/// Σ q·y over one block of 32: unsigned nibbles (low nibbles = elements 0..16) times i8, as
-/// eight f32 lanes.
+/// Σ of eight i32 lanes (exact).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn nibble_products(qs: *const u8, y: *const i8) -> __m256 {
+fn hsum_i32(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
+    _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01)))
+}
+
+/// Σ q·y over one block of 32 (exact): unsigned nibbles (low nibbles = elements 0..16) times i8.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn nibble_dot(qs: *const u8, y: *const i8) -> i32 {
     let raw = unsafe { _mm_loadu_si128(qs as *const __m128i) };
     let mask = _mm_set1_epi8(0x0F);
     let lo = _mm_and_si128(raw, mask);
@@ -61,50 +69,49 @@ unsafe fn nibble_products(qs: *const u8, y: *const i8) -> __m256 {
     let q = _mm256_set_m128i(hi, lo);
     let yv = unsafe { _mm256_loadu_si256(y as *const __m256i) };
     let pairs = _mm256_maddubs_epi16(q, yv);
-    _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
 }
 
-/// Q4_0 and Q4_1: see `quant::dot::dot_q4` for the algebra. Two blocks per iteration with two
-/// accumulators to hide FMA latency.
+// The quantized dots compute each block's integer sum with AVX2 and then do the float part in
+// exactly the portable kernel's order and operations (no FMA), so the CLI on x86_64 and the
+// browser's wasm fallback produce bit-identical logits, hence the same greedy text.
+
+/// Q4_0 and Q4_1: see `quant::dot::dot_q4` for the algebra.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_q4<const HAS_MIN: bool>(row: *const u8, nb: usize, a: ActRow) -> f32 {
     let (block_bytes, qs_at) = if HAS_MIN { (20, 4) } else { (18, 2) };
-    let mut acc = [_mm256_setzero_ps(); 2];
-    let mut offset_sum = 0f32;
+    let mut sum = 0f32;
     let y = a.qs.as_ptr();
     for b in 0..nb {
         unsafe {
             let blk = row.add(b * block_bytes);
             let d = f16_at(blk);
-            let scale = _mm256_set1_ps(d * *a.d.get_unchecked(b));
-            let p = nibble_products(blk.add(qs_at), y.add(b * QK));
-            acc[b & 1] = _mm256_fmadd_ps(scale, p, acc[b & 1]);
+            let sumi = nibble_dot(blk.add(qs_at), y.add(b * QK));
             let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -8.0 * d };
-            offset_sum += offset * *a.s.get_unchecked(b);
+            sum += d * *a.d.get_unchecked(b) * sumi as f32 + offset * *a.s.get_unchecked(b);
         }
     }
-    hsum(_mm256_add_ps(acc[0], acc[1])) + offset_sum
+    sum
 }
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_q8_0(row: *const u8, nb: usize, a: ActRow) -> f32 {
-    let mut acc = [_mm256_setzero_ps(); 2];
+    let mut sum = 0f32;
     let y = a.qs.as_ptr();
     for b in 0..nb {
         unsafe {
             let blk = row.add(b * 34);
-            let scale = _mm256_set1_ps(f16_at(blk) * *a.d.get_unchecked(b));
             let x = _mm256_loadu_si256(blk.add(2) as *const __m256i);
             let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
             // maddubs wants unsigned × signed: |x| × (y with x's sign).
             let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(yv, x));
-            let p = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-            acc[b & 1] = _mm256_fmadd_ps(scale, p, acc[b & 1]);
+            let sumi = hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+            sum += f16_at(blk) * *a.d.get_unchecked(b) * sumi as f32;
         }
     }
-    hsum(_mm256_add_ps(acc[0], acc[1]))
+    sum
 }
 
 #[inline]

@@ -176,6 +176,14 @@ mod tests {
                     "{ty} portable row {r}: {} vs {reference}",
                     portable[r]
                 );
+                // Quantized dots must agree to the bit (native CLI = browser fallback).
+                if !float_acts {
+                    assert_eq!(
+                        fast[r].to_bits(),
+                        portable[r].to_bits(),
+                        "{ty} row {r}: fast and portable differ"
+                    );
+                }
             }
         }
     }

@@ -1,0 +1,138 @@
+//! Either engine behind one interface: feed tokens, get the sampled next token. The CLI and the
+//! browser's worker both drive this, so the CPU fallback and the GPU path sample identically.
+//! The GPU engine reads back only the candidates the sampler needs (one when greedy).
+
+use crate::GpuContext;
+use crate::engine::{GpuEngine, GpuEngineError, MAX_TOP_K, TokenResult, Want};
+use std::sync::Arc;
+use tokscope_core::cpu::{CpuEngine, EngineError};
+use tokscope_core::model::Model;
+use tokscope_core::sampling::Sampler;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Cpu(#[from] EngineError),
+    #[error(transparent)]
+    Gpu(#[from] GpuEngineError),
+    #[error("nothing was started: call begin_prefill or begin_decode first")]
+    NothingPending,
+}
+
+pub enum Runner<B> {
+    /// The CPU computes at `begin_*`; `next` holds the sampled token until `finish`.
+    Cpu {
+        engine: Box<CpuEngine<B>>,
+        next: Option<u32>,
+    },
+    /// The GPU is submitted at `begin_*` and read back at `finish`.
+    Gpu(Box<GpuEngine<B>>),
+}
+
+/// What the GPU reads back for this sampler: its candidates, or every logit.
+pub fn want_for(sampler: &Sampler) -> Want {
+    match sampler.candidates_needed() {
+        Some(k) if k <= MAX_TOP_K => Want::Top(k),
+        _ => Want::Logits,
+    }
+}
+
+fn pick(sampler: &mut Sampler, r: TokenResult) -> u32 {
+    match r {
+        TokenResult::Top(top) => sampler.sample_top(&top),
+        TokenResult::Logits(l) => sampler.sample(&l),
+    }
+}
+
+impl<B: AsRef<[u8]>> Runner<B> {
+    pub fn cpu(model: Arc<Model<B>>, context: usize) -> Result<Self, RunError> {
+        Ok(Runner::Cpu {
+            engine: Box::new(CpuEngine::new(model, context)?),
+            next: None,
+        })
+    }
+
+    /// Uploads the model; `progress(done, total)` counts weight bytes.
+    pub fn gpu(
+        ctx: Arc<GpuContext>,
+        model: Arc<Model<B>>,
+        context: usize,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<Self, RunError> {
+        Ok(Runner::Gpu(Box::new(GpuEngine::new(ctx, model, context, progress)?)))
+    }
+
+    /// Starts the prompt; its first generated token comes from `finish`.
+    pub fn begin_prefill(&mut self, tokens: &[u32], sampler: &mut Sampler) -> Result<(), RunError> {
+        match self {
+            Runner::Cpu { engine, next } => *next = Some(sampler.sample(engine.prefill(tokens)?)),
+            Runner::Gpu(e) => e.submit_prefill(tokens, want_for(sampler))?,
+        }
+        Ok(())
+    }
+
+    /// Starts appending `token`; the token after it comes from `finish`.
+    pub fn begin_decode(&mut self, token: u32, sampler: &mut Sampler) -> Result<(), RunError> {
+        match self {
+            Runner::Cpu { engine, next } => *next = Some(sampler.sample(engine.decode(token)?)),
+            Runner::Gpu(e) => e.submit(token, want_for(sampler))?,
+        }
+        Ok(())
+    }
+
+    /// Waits for the started step and samples its token (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn finish(&mut self, sampler: &mut Sampler) -> Result<u32, RunError> {
+        match self {
+            Runner::Cpu { next, .. } => next.take().ok_or(RunError::NothingPending),
+            Runner::Gpu(e) => Ok(pick(sampler, e.read()?)),
+        }
+    }
+
+    /// Awaits the started step and samples its token (the browser: the event loop drives the
+    /// GPU's map, and other messages, such as Stop, are handled meanwhile).
+    pub async fn finish_async(&mut self, sampler: &mut Sampler) -> Result<u32, RunError> {
+        match self {
+            Runner::Cpu { next, .. } => next.take().ok_or(RunError::NothingPending),
+            Runner::Gpu(e) => Ok(pick(sampler, e.read_async().await?)),
+        }
+    }
+
+    /// Runs the prompt and samples the first generated token (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn prefill(&mut self, tokens: &[u32], sampler: &mut Sampler) -> Result<u32, RunError> {
+        self.begin_prefill(tokens, sampler)?;
+        self.finish(sampler)
+    }
+
+    /// Appends `token` and samples the next (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn decode(&mut self, token: u32, sampler: &mut Sampler) -> Result<u32, RunError> {
+        self.begin_decode(token, sampler)?;
+        self.finish(sampler)
+    }
+
+    pub fn reset(&mut self) {
+        match self {
+            Runner::Cpu { engine, next } => {
+                engine.reset();
+                *next = None;
+            }
+            Runner::Gpu(e) => e.reset(),
+        }
+    }
+
+    /// Tokens in the context so far, and its capacity.
+    pub fn fill(&self) -> (usize, usize) {
+        match self {
+            Runner::Cpu { engine, .. } => (engine.position(), engine.context_capacity()),
+            Runner::Gpu(e) => (e.position(), e.context_capacity()),
+        }
+    }
+
+    /// The capacity, once the context is full.
+    pub fn full(&self) -> Option<usize> {
+        let (pos, cap) = self.fill();
+        (pos == cap).then_some(cap)
+    }
+}

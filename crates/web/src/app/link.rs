@@ -1,0 +1,57 @@
+//! The page's end of the worker: spawning it, sending typed messages, and turning what it
+//! posts into state updates.
+
+use super::state::State;
+use crate::protocol::{FromWorker, Phase, ToWorker, parse};
+use std::cell::RefCell;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+
+thread_local! {
+    static WORKER: RefCell<Option<web_sys::Worker>> = const { RefCell::new(None) };
+}
+
+/// Trunk's loader for the worker binary, next to the page (relative, so a sub-path works).
+const WORKER_URL: &str = "./tokscope-worker_loader.js";
+
+pub fn spawn(state: State) -> Result<(), String> {
+    let worker = web_sys::Worker::new(WORKER_URL).map_err(|e| format!("the engine's worker did not start: {e:?}"))?;
+    let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+        match ev.data().as_string().as_deref().map(parse::<FromWorker>) {
+            Some(Ok(m)) => state.apply(m),
+            Some(Err(e)) => state.fail(e),
+            None => state.fail("the worker posted something that is not a message".into()),
+        }
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+        state.fail(format!("the engine's worker failed: {}", ev.message()));
+    });
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    on_error.forget();
+    WORKER.with(|w| *w.borrow_mut() = Some(worker));
+    Ok(())
+}
+
+/// Posts a message, with a file beside it when one is picked.
+pub fn send(msg: &ToWorker, file: Option<&web_sys::File>) {
+    WORKER.with(|w| {
+        if let Some(w) = w.borrow().as_ref() {
+            let json = JsValue::from_str(&msg.to_json());
+            let _ = match file {
+                Some(f) => w.post_message(&js_sys::Array::of2(&json, f)),
+                None => w.post_message(&json),
+            };
+        }
+    });
+}
+
+pub fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Download => "Downloading the model",
+        Phase::Cache => "Looking in the model cache",
+        Phase::Parse => "Reading the GGUF",
+        Phase::Upload => "Uploading the weights to the GPU",
+    }
+}

@@ -1,0 +1,70 @@
+//! The decode meter beside the text: live and mean tok/s, time to first token, prefill tok/s,
+//! tokens generated, a per-token latency sparkline, and the rate in words per minute against
+//! the reading line. The figures come from `tokscope_core::meter`.
+
+use super::state::State;
+use leptos::prelude::*;
+use tokscope_core::meter::{READING_WPM, reading_tok_s, words_per_minute};
+
+/// Tokens the sparkline shows (the most recent).
+const SPARK_TOKENS: usize = 96;
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into())
+}
+
+/// SVG polyline points for latencies (ms), scaled to a 200 × 40 box.
+fn spark_points(latencies: &[f64]) -> String {
+    let from = latencies.len().saturating_sub(SPARK_TOKENS);
+    let xs = &latencies[from..];
+    let max = xs.iter().cloned().fold(1e-9, f64::max);
+    let step = 200.0 / (SPARK_TOKENS - 1) as f64;
+    xs.iter()
+        .enumerate()
+        .map(|(i, v)| format!("{:.1},{:.1}", i as f64 * step, 40.0 - 38.0 * v / max))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[component]
+pub fn Meter(state: State) -> impl IntoView {
+    let current = move || state.meter.with(|m| m.current_tok_s());
+    let mean = move || state.meter.with(|m| m.mean_tok_s());
+    let wpm = move || mean().or(current()).map(words_per_minute);
+    // The bar's scale: the reading line sits at a quarter unless the rate is far above it.
+    let scale = move || (READING_WPM * 4.0).max(wpm().unwrap_or(0.0) * 1.1);
+    let latest_ms = move || state.meter.with(|m| m.latencies().last().map(|s| s * 1e3));
+    view! {
+        <section class="card meter" aria-labelledby="meter-h">
+            <h2 id="meter-h">"Decode meter"</h2>
+            <div class="big">
+                <span class="figure" data-testid="tok-s">{move || fmt(current(), 1)}</span>
+                <span class="unit">" tok/s now"</span>
+            </div>
+            <dl class="figures">
+                <dt>"Mean"</dt><dd><span data-testid="tok-s-mean">{move || fmt(mean(), 1)}</span>" tok/s"</dd>
+                <dt>"Time to first token"</dt>
+                <dd><span data-testid="ttft">{move || fmt(state.ttft_s.get().map(|s| s * 1e3), 0)}</span>" ms"</dd>
+                <dt>"Prefill"</dt>
+                <dd><span data-testid="prefill-tok-s">{move || fmt(state.prefill_tok_s.get(), 1)}</span>" tok/s"
+                    {move || state.prompt_tokens.get().map(|n| format!(" ({n} prompt tokens)"))}</dd>
+                <dt>"Tokens generated"</dt><dd data-testid="generated">{move || state.generated.get()}</dd>
+                <dt>"Last token"</dt><dd>{move || fmt(latest_ms(), 1)}" ms"</dd>
+            </dl>
+            <svg class="spark" viewBox="0 0 200 40" preserveAspectRatio="none" role="img"
+                aria-label="latency of each generated token (taller is slower)">
+                <polyline points=move || state.meter.with(|m| spark_points(m.latencies()))/>
+            </svg>
+            <p class="caption">"Per-token latency, last " {SPARK_TOKENS} " tokens"</p>
+            <div class="wpm" aria-label="words per minute against reading speed">
+                <div class="bar"><div class="fill" style:width=move || format!("{:.1}%", 100.0 * wpm().unwrap_or(0.0) / scale())></div>
+                    <div class="line" style:left=move || format!("{:.1}%", 100.0 * READING_WPM / scale())
+                        title="reading speed"></div></div>
+                <p>
+                    <span data-testid="wpm">{move || fmt(wpm(), 0)}</span>
+                    {format!(" words/min; people read about {READING_WPM:.0} (≈{:.1} tok/s at 0.75 words a token).", reading_tok_s())}
+                </p>
+            </div>
+        </section>
+    }
+}

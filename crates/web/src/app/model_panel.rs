@@ -1,0 +1,122 @@
+//! The model card: what is loaded (size, bytes read per token), the load progress (MB done,
+//! MB/s, time left), another model from a file, a drop or a URL, and the cache with "forget".
+
+use super::link::{phase_name, send};
+use super::state::{Loading, State};
+use super::{DEFAULT_MODEL, load_url};
+use crate::protocol::{BackendChoice, ModelSource, ToWorker};
+use leptos::prelude::*;
+use tokscope_core::meter::transfer;
+
+fn load_file(state: State, file: web_sys::File) {
+    state.model.set(None);
+    state.error.set(None);
+    let backend = match state.settings.get_untracked().force_cpu {
+        true => BackendChoice::Cpu,
+        false => BackendChoice::Auto,
+    };
+    let msg = ToWorker::Load {
+        source: ModelSource::File { name: file.name() },
+        backend,
+    };
+    send(&msg, Some(&file));
+}
+
+fn progress_text(l: &Loading) -> String {
+    let t = transfer(l.done, l.total, l.now - l.since);
+    let mut s = format!("{}: {:.1}", phase_name(l.phase), t.done_mb);
+    if let Some(total) = t.total_mb {
+        s += &format!(" of {total:.1}");
+    }
+    s += " MB";
+    if let Some(r) = t.mb_s {
+        s += &format!(", {r:.1} MB/s");
+    }
+    if let Some(eta) = t.eta_s.filter(|e| *e >= 0.5) {
+        s += &format!(", {eta:.0} s left");
+    }
+    s
+}
+
+#[component]
+pub fn ModelPanel(state: State) -> impl IntoView {
+    let url = RwSignal::new(String::new());
+    let dragging = RwSignal::new(false);
+    let fraction = move || {
+        state
+            .loading
+            .get()
+            .and_then(|l| transfer(l.done, l.total, 0.0).fraction)
+    };
+    view! {
+        <section class="card model" aria-labelledby="model-h" data-testid="model"
+            data-phases=move || state.phases_seen.get()
+            class:dragging=move || dragging.get()
+            on:dragover=move |ev: leptos::ev::DragEvent| { ev.prevent_default(); dragging.set(true); }
+            on:dragleave=move |_| dragging.set(false)
+            on:drop=move |ev: leptos::ev::DragEvent| {
+                ev.prevent_default();
+                dragging.set(false);
+                if let Some(f) = ev.data_transfer().and_then(|d| d.files()).and_then(|l| l.get(0)) {
+                    load_file(state, f);
+                }
+            }>
+            <h2 id="model-h">"Model"</h2>
+            {move || state.model.get().map(|m| view! {
+                <dl class="figures" data-testid="model-info">
+                    <dt>"Loaded"</dt><dd>{m.name.clone()}" ("{m.architecture.clone()}", "{format!("{:.0}", m.parameters as f64 / 1e6)}" M parameters)"</dd>
+                    <dt>"File"</dt><dd>{format!("{:.1} MB", m.file_bytes as f64 / 1e6)}</dd>
+                    <dt>"Read per token"</dt><dd>{format!("{:.1} MB", m.bytes_per_token as f64 / 1e6)}</dd>
+                    <dt>"Context"</dt><dd>{m.context}" tokens, "{m.layers}" layers"</dd>
+                </dl>
+            })}
+            <Show when=move || state.loading.get().is_some()>
+                <div class="progress" data-testid="progress">
+                    <progress max="1" value=move || fraction().map(|f| f.to_string())></progress>
+                    <p>{move || state.loading.get().map(|l| progress_text(&l))}</p>
+                </div>
+            </Show>
+            <div class="row">
+                <label class="file">
+                    <span>"Open a GGUF…"</span>
+                    <input type="file" accept=".gguf" data-testid="file"
+                        on:change=move |ev| {
+                            let input: web_sys::HtmlInputElement = event_target(&ev);
+                            if let Some(f) = input.files().and_then(|l| l.get(0)) { load_file(state, f); }
+                            input.set_value("");
+                        }/>
+                </label>
+                <span class="hint">"or drop one here"</span>
+            </div>
+            <form class="row" on:submit=move |ev| {
+                ev.prevent_default();
+                let u = url.get_untracked();
+                if !u.trim().is_empty() { load_url(state, u.trim().to_string()); }
+            }>
+                <label for="model-url" class="sr-only">"Model URL"</label>
+                <input id="model-url" type="url" placeholder="https://…/model.gguf" data-testid="model-url"
+                    prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
+                <button type="submit">"Load URL"</button>
+                <button type="button" on:click=move |_| load_url(state, DEFAULT_MODEL.into())>"Default model"</button>
+            </form>
+            <details class="cache">
+                <summary>"Cached models"</summary>
+                <ul data-testid="cache-list">
+                    <For each=move || state.cache.get() key=|e| e.key.clone() let:entry>
+                        <li>
+                            <span>{entry.source.rsplit('/').next().unwrap_or("").to_string()}" · "{format!("{:.1} MB", entry.bytes as f64 / 1e6)}</span>
+                            <button on:click={
+                                let key = entry.key.clone();
+                                move |_| send(&ToWorker::Forget { key: Some(key.clone()) }, None)
+                            }>"Forget"</button>
+                        </li>
+                    </For>
+                </ul>
+                <p class="caption">{move || state.cache_note.get()}</p>
+            </details>
+            <button type="button" class="quiet" disabled=move || !state.model.get().is_some_and(|m| m.backend.gpu)
+                on:click=move |_| send(&ToWorker::LoseDevice, None)
+                title="destroys the GPU device to show that the engine recovers">"Simulate a lost GPU device"</button>
+        </section>
+    }
+}

@@ -1,0 +1,191 @@
+//! Everything the page shows, as signals, and how each worker message changes it.
+
+use crate::params::RunSettings;
+use crate::protocol::{CachedModel, FromWorker, ModelInfo, Phase, StopReason};
+use leptos::prelude::*;
+use tokscope_core::meter::DecodeMeter;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Loading {
+    pub phase: Phase,
+    pub done: u64,
+    pub total: Option<u64>,
+    /// When this phase's first report arrived (seconds, page clock).
+    pub since: f64,
+    pub now: f64,
+}
+
+#[derive(Clone, Copy)]
+pub struct State {
+    pub settings: RwSignal<RunSettings>,
+    pub status: RwSignal<String>,
+    pub error: RwSignal<Option<String>>,
+    /// A notice that is not an error: CPU fallback, device lost, settings from the URL.
+    pub notice: RwSignal<Option<String>>,
+    pub loading: RwSignal<Option<Loading>>,
+    pub model: RwSignal<Option<ModelInfo>>,
+    pub running: RwSignal<bool>,
+    pub output: RwSignal<String>,
+    pub prompt_tokens: RwSignal<Option<usize>>,
+    pub ttft_s: RwSignal<Option<f64>>,
+    pub prefill_tok_s: RwSignal<Option<f64>>,
+    pub generated: RwSignal<usize>,
+    pub meter: RwSignal<DecodeMeter>,
+    pub cache: RwSignal<Vec<CachedModel>>,
+    pub cache_note: RwSignal<Option<String>>,
+    /// The worker is up and listening.
+    pub alive: RwSignal<bool>,
+    /// Load phases reported so far, space-separated (for tests and curious readers).
+    pub phases_seen: RwSignal<String>,
+    /// The URL asked for a run that has not started yet.
+    pub autorun_pending: RwSignal<bool>,
+}
+
+pub fn page_now_s() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now() / 1e3)
+        .unwrap_or(0.0)
+}
+
+impl State {
+    pub fn new(settings: RunSettings) -> Self {
+        Self {
+            autorun_pending: RwSignal::new(settings.autorun),
+            settings: RwSignal::new(settings),
+            status: RwSignal::new("Starting the engine…".into()),
+            error: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            loading: RwSignal::new(None),
+            model: RwSignal::new(None),
+            running: RwSignal::new(false),
+            output: RwSignal::new(String::new()),
+            prompt_tokens: RwSignal::new(None),
+            ttft_s: RwSignal::new(None),
+            prefill_tok_s: RwSignal::new(None),
+            generated: RwSignal::new(0),
+            meter: RwSignal::new(DecodeMeter::new()),
+            cache: RwSignal::new(vec![]),
+            cache_note: RwSignal::new(None),
+            alive: RwSignal::new(false),
+            phases_seen: RwSignal::new(String::new()),
+        }
+    }
+
+    pub fn fail(&self, message: String) {
+        self.running.set(false);
+        self.loading.set(None);
+        self.status.set(format!("Error: {message}"));
+        self.error.set(Some(message));
+    }
+
+    /// Clears the previous run's text and figures.
+    pub fn begin_run(&self) {
+        self.error.set(None);
+        self.output.set(String::new());
+        self.prompt_tokens.set(None);
+        self.ttft_s.set(None);
+        self.prefill_tok_s.set(None);
+        self.generated.set(0);
+        self.meter.set(DecodeMeter::new());
+        self.running.set(true);
+        self.status.set("Tokenizing the prompt…".into());
+    }
+
+    pub fn apply(&self, m: FromWorker) {
+        match m {
+            FromWorker::Alive => {
+                self.alive.set(true);
+                self.status.set("Engine started.".into());
+            }
+            FromWorker::Progress { phase, done, total } => {
+                let name = format!("{phase:?}");
+                if !self.phases_seen.get_untracked().split(' ').any(|p| p == name) {
+                    self.phases_seen.update(|s| {
+                        s.push(' ');
+                        s.push_str(&name)
+                    });
+                }
+                let now = page_now_s();
+                let since = match self.loading.get_untracked() {
+                    Some(l) if l.phase == phase => l.since,
+                    _ => now,
+                };
+                self.loading.set(Some(Loading {
+                    phase,
+                    done,
+                    total,
+                    since,
+                    now,
+                }));
+                self.status.set(format!("{}…", super::link::phase_name(phase)));
+            }
+            FromWorker::Ready(info) => {
+                self.loading.set(None);
+                self.status
+                    .set(format!("Ready: {} on {}.", info.name, info.backend.label));
+                self.note_backend(&info);
+                self.model.set(Some(info));
+            }
+            FromWorker::Started { prompt_tokens } => {
+                self.prompt_tokens.set(Some(prompt_tokens));
+                self.status.set(format!("Prefilling {prompt_tokens} prompt tokens…"));
+            }
+            FromWorker::FirstToken { ttft_s, prefill_tok_s } => {
+                self.ttft_s.set(Some(ttft_s));
+                self.prefill_tok_s.set(Some(prefill_tok_s));
+                self.status.set("Generating…".into());
+            }
+            FromWorker::Token { text, seconds } => {
+                self.output.update(|o| o.push_str(&text));
+                self.generated.update(|g| *g += 1);
+                if let Some(s) = seconds {
+                    self.meter.update(|m| m.push(s));
+                }
+            }
+            FromWorker::Done { generated, reason } => {
+                self.running.set(false);
+                let why = match reason {
+                    StopReason::EndOfText => "the model ended its text",
+                    StopReason::MaxTokens => "reached max tokens",
+                    StopReason::Stopped => "stopped",
+                    StopReason::ContextFull => "the context is full",
+                };
+                self.status.set(format!("Done: {generated} tokens ({why})."));
+            }
+            FromWorker::Cache { entries, note } => {
+                if !entries.is_empty() || note.as_deref().is_none_or(|n| !n.starts_with("not cached")) {
+                    self.cache.set(entries);
+                }
+                self.cache_note.set(note);
+            }
+            FromWorker::DeviceLost { message } => {
+                self.running.set(false);
+                self.notice.set(Some(format!(
+                    "The GPU device was lost ({message}). Recovering the engine…"
+                )));
+                self.status.set("GPU device lost: recovering…".into());
+            }
+            FromWorker::Recovered(info) => {
+                self.notice.set(Some(format!(
+                    "Recovered after the GPU device was lost: running on {}.",
+                    info.backend.label
+                )));
+                self.status.set(format!("Ready again on {}.", info.backend.label));
+                self.model.set(Some(info));
+            }
+            FromWorker::Error { message } => self.fail(message),
+        }
+    }
+
+    fn note_backend(&self, info: &ModelInfo) {
+        if let Some(reason) = info.backend.fallback_reason.as_ref()
+            && !self.settings.get_untracked().force_cpu
+        {
+            self.notice.set(Some(format!(
+                "WebGPU is not available here ({reason}), so the model runs on the CPU engine in \
+                 WebAssembly: the same results, more slowly."
+            )));
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! The playground page (built for wasm32 by Trunk; natively an empty program).
+
+fn main() {
+    #[cfg(target_arch = "wasm32")]
+    tokscope_web::app::start();
+}

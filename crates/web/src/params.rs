@@ -1,0 +1,165 @@
+//! A run read from the page's URL (`?prompt=…&max_tokens=32&temperature=0&seed=1&chat=1&autorun=1`),
+//! so a link reproduces it, and written back for "copy link". Values arrive already
+//! percent-decoded (the page uses `URLSearchParams`); bad ones are reported, not guessed.
+
+use tokscope_core::sampling::SamplingParams;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSettings {
+    pub prompt: String,
+    pub chat: bool,
+    pub sampling: SamplingParams,
+    pub max_tokens: usize,
+    pub autorun: bool,
+    /// `backend=cpu` forces the WebAssembly CPU engine.
+    pub force_cpu: bool,
+    /// `model=URL` loads another GGUF instead of the default.
+    pub model: Option<String>,
+}
+
+/// Most tokens one run may ask for (the default model's context is 8,192).
+pub const MAX_TOKENS_LIMIT: usize = 8192;
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        Self {
+            prompt: "The capital of France is".into(),
+            chat: false,
+            sampling: SamplingParams {
+                temperature: 0.0,
+                ..Default::default()
+            },
+            max_tokens: 64,
+            autorun: false,
+            force_cpu: false,
+            model: None,
+        }
+    }
+}
+
+fn flag(v: &str) -> Result<bool, String> {
+    match v {
+        "1" | "true" | "on" | "yes" | "" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        _ => Err(format!("expected 1 or 0, got {v:?}")),
+    }
+}
+
+fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    v.trim().parse().map_err(|_| format!("{v:?} is not a valid number"))
+}
+
+impl RunSettings {
+    /// Settings from URL pairs, with one message per rejected parameter (those keep defaults).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> (Self, Vec<String>) {
+        let mut s = Self::default();
+        let mut errors = Vec::new();
+        for (k, v) in pairs {
+            if let Err(e) = s.set(k, v) {
+                errors.push(format!("URL parameter {k}: {e}"));
+            }
+        }
+        (s, errors)
+    }
+
+    /// Sets one parameter from text (a URL value or a form field). On error the settings are
+    /// unchanged and the message says what is allowed. Unknown keys are ignored: other panels'
+    /// parameters share the URL.
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+        let mut s = self.clone();
+        match key {
+            "prompt" => s.prompt = v.to_string(),
+            "chat" => s.chat = flag(v)?,
+            "autorun" => s.autorun = flag(v)?,
+            "backend" => {
+                s.force_cpu = match v {
+                    "cpu" => true,
+                    "auto" | "gpu" => false,
+                    _ => return Err(format!("expected cpu or auto, got {v:?}")),
+                }
+            }
+            "model" => s.model = (!v.is_empty()).then(|| v.to_string()),
+            "max_tokens" => {
+                s.max_tokens = match number::<usize>(v)? {
+                    n @ 1..=MAX_TOKENS_LIMIT => n,
+                    _ => return Err(format!("must be between 1 and {MAX_TOKENS_LIMIT}")),
+                }
+            }
+            "temperature" => s.sampling.temperature = number(v)?,
+            "top_k" => s.sampling.top_k = number(v)?,
+            "top_p" => s.sampling.top_p = number(v)?,
+            "seed" => s.sampling.seed = number(v)?,
+            _ => {}
+        }
+        s.sampling.validate().map_err(|e| e.to_string())?;
+        *self = s;
+        Ok(())
+    }
+
+    /// The pairs that reproduce this run (values not yet percent-encoded).
+    pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+        let mut p = vec![
+            ("prompt", self.prompt.clone()),
+            ("max_tokens", self.max_tokens.to_string()),
+            ("temperature", self.sampling.temperature.to_string()),
+            ("top_k", self.sampling.top_k.to_string()),
+            ("top_p", self.sampling.top_p.to_string()),
+            ("seed", self.sampling.seed.to_string()),
+            ("chat", u8::from(self.chat).to_string()),
+        ];
+        if self.force_cpu {
+            p.push(("backend", "cpu".into()));
+        }
+        if let Some(m) = &self.model {
+            p.push(("model", m.clone()));
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_run() {
+        let (s, errors) = RunSettings::from_pairs([
+            ("prompt", "Hello <b>"),
+            ("max_tokens", "32"),
+            ("temperature", "0.7"),
+            ("seed", "9"),
+            ("chat", "1"),
+            ("autorun", "1"),
+            ("steps", "12"),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(s.prompt, "Hello <b>");
+        assert_eq!(s.max_tokens, 32);
+        assert_eq!(s.sampling.temperature, 0.7);
+        assert_eq!(s.sampling.seed, 9);
+        assert!(s.chat && s.autorun && !s.force_cpu);
+    }
+
+    #[test]
+    fn bad_values_are_reported_and_keep_defaults() {
+        let (s, errors) = RunSettings::from_pairs([("max_tokens", "0"), ("seed", "x"), ("chat", "maybe")]);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("max_tokens") && errors[0].contains("between 1 and"));
+        assert_eq!(s, RunSettings::default());
+        let (s, errors) = RunSettings::from_pairs([("temperature", "-1"), ("top_p", "0")]);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!(s.sampling, RunSettings::default().sampling);
+        let mut s = RunSettings::default();
+        assert!(s.set("top_p", "1.5").unwrap_err().contains("top"));
+        assert_eq!(s, RunSettings::default());
+    }
+
+    #[test]
+    fn pairs_round_trip() {
+        let (s, _) = RunSettings::from_pairs([("prompt", "a&b=c"), ("top_k", "40"), ("backend", "cpu")]);
+        let pairs = s.to_pairs();
+        let (back, errors) = RunSettings::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert!(errors.is_empty());
+        assert_eq!(back, s);
+    }
+}

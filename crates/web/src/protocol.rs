@@ -1,0 +1,188 @@
+//! The messages between the page and the engine's worker: typed enums, sent as JSON strings
+//! through `postMessage` (a picked file travels beside its message as a `File`).
+
+use serde::{Deserialize, Serialize};
+use tokscope_core::sampling::SamplingParams;
+
+/// Where the model's bytes come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ModelSource {
+    /// A URL (relative to the page, or absolute https); cached after the first download.
+    Url(String),
+    /// The `File` sent along with the message (file picker or drag-and-drop).
+    File { name: String },
+}
+
+/// Which engine to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackendChoice {
+    /// WebGPU when the browser offers an adapter, else the CPU engine in wasm.
+    Auto,
+    Cpu,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerateRequest {
+    pub prompt: String,
+    /// Render the model's own chat template around the prompt as one user turn.
+    pub chat: bool,
+    pub sampling: SamplingParams,
+    pub max_tokens: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToWorker {
+    Load {
+        source: ModelSource,
+        backend: BackendChoice,
+    },
+    Generate(GenerateRequest),
+    /// Stop generating after the token in flight.
+    Stop,
+    /// Lists what the model cache holds (answered with [`FromWorker::Cache`]).
+    ListCache,
+    /// Deletes one cached model by key, or all of them.
+    Forget {
+        key: Option<String>,
+    },
+    /// Destroys the GPU device, to exercise recovery from a lost device (tests, and a
+    /// "simulate" button for the curious).
+    LoseDevice,
+}
+
+/// The engine that runs, as the backend badge shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    /// true: WebGPU; false: the CPU engine in WebAssembly.
+    pub gpu: bool,
+    /// The adapter's description, or "CPU (WASM)".
+    pub label: String,
+    /// Why the GPU is not used, when it is not.
+    pub fallback_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub name: String,
+    pub architecture: String,
+    pub parameters: u64,
+    pub file_bytes: u64,
+    pub bytes_per_token: u64,
+    pub context: usize,
+    pub layers: usize,
+    pub backend: BackendInfo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Download,
+    Cache,
+    Parse,
+    Upload,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// The model produced an end-of-sequence token.
+    EndOfText,
+    MaxTokens,
+    Stopped,
+    ContextFull,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CachedModel {
+    pub key: String,
+    pub source: String,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// The worker's wasm is running and listening.
+    Alive,
+    /// Loading progress: `done` of `total` bytes (total unknown without a Content-Length).
+    Progress {
+        phase: Phase,
+        done: u64,
+        total: Option<u64>,
+    },
+    Ready(ModelInfo),
+    /// The prompt is tokenized and prefill starts.
+    Started {
+        prompt_tokens: usize,
+    },
+    /// The prompt is done and the first token sampled: time to first token.
+    FirstToken {
+        ttft_s: f64,
+        prefill_tok_s: f64,
+    },
+    /// One generated token's text (may be empty while a multi-byte character is incomplete)
+    /// and how long its decode step took (none for the first token: that is the TTFT).
+    Token {
+        text: String,
+        seconds: Option<f64>,
+    },
+    Done {
+        generated: usize,
+        reason: StopReason,
+    },
+    Cache {
+        entries: Vec<CachedModel>,
+        note: Option<String>,
+    },
+    /// The GPU device was lost; the worker rebuilds the engine from the bytes it holds.
+    DeviceLost {
+        message: String,
+    },
+    /// Recovered after a lost device.
+    Recovered(ModelInfo),
+    Error {
+        message: String,
+    },
+}
+
+impl ToWorker {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("messages serialize")
+    }
+}
+
+impl FromWorker {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("messages serialize")
+    }
+}
+
+/// Parses a message, naming what was wrong (a page and worker from different builds, say).
+pub fn parse<'a, T: Deserialize<'a>>(json: &'a str) -> Result<T, String> {
+    serde_json::from_str(json).map_err(|e| format!("unreadable message between page and worker: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let m = ToWorker::Generate(GenerateRequest {
+            prompt: "<b>hi</b> \"quoted\"".into(),
+            chat: true,
+            sampling: SamplingParams::default(),
+            max_tokens: 32,
+        });
+        assert_eq!(parse::<ToWorker>(&m.to_json()).unwrap(), m);
+        let f = FromWorker::Progress {
+            phase: Phase::Download,
+            done: 5,
+            total: None,
+        };
+        assert_eq!(parse::<FromWorker>(&f.to_json()).unwrap(), f);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let e = parse::<ToWorker>("{\"Nope\":1}").unwrap_err();
+        assert!(e.contains("unreadable message"), "{e}");
+    }
+}

@@ -1,0 +1,319 @@
+//! The worker's state and its one sequential loop: a loaded model with its engine, and what
+//! each message does to it. The model's bytes stay here, so a lost GPU device is recovered by
+//! re-uploading them, without a download or a page reload.
+
+use super::Job;
+use super::cache;
+use super::fetch::{self, Progress};
+use super::js::{describe, now_s, post, yield_now};
+use crate::protocol::{
+    BackendChoice, BackendInfo, FromWorker, GenerateRequest, ModelInfo, ModelSource, Phase, StopReason, ToWorker,
+};
+use futures_channel::mpsc::UnboundedSender;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use tokscope_core::gguf::Gguf;
+use tokscope_core::model::Model;
+use tokscope_core::prompt::{chat_template, prompt_tokens};
+use tokscope_core::sampling::Sampler;
+use tokscope_core::tokenizer::Tokenizer;
+use tokscope_gpu::GpuContext;
+use tokscope_gpu::runner::Runner;
+
+/// The context the page's engine reserves: the default model allows 8,192 tokens, whose f32
+/// KV cache (377 MB) is more than a browser tab should take for a playground.
+const MAX_CONTEXT: usize = 2048;
+
+struct Loaded {
+    model: Arc<Model<Vec<u8>>>,
+    tokenizer: Tokenizer,
+    runner: Runner<Vec<u8>>,
+    info: ModelInfo,
+}
+
+pub struct Worker {
+    jobs: UnboundedSender<Job>,
+    stop: Rc<Cell<bool>>,
+    loaded: Option<Loaded>,
+    /// Bumped whenever a GPU engine is replaced, so a late device-lost callback for an old one
+    /// is ignored.
+    generation: u64,
+}
+
+impl Worker {
+    pub fn new(jobs: UnboundedSender<Job>, stop: Rc<Cell<bool>>) -> Self {
+        Self {
+            jobs,
+            stop,
+            loaded: None,
+            generation: 0,
+        }
+    }
+
+    pub async fn handle(&mut self, job: Job) {
+        let r = match job {
+            Job::Message(ToWorker::Load { source, backend }, file) => self.load(source, backend, file).await,
+            Job::Message(ToWorker::Generate(req), _) => self.generate(req).await,
+            Job::Message(ToWorker::ListCache, _) => list_cache().await,
+            Job::Message(ToWorker::Forget { key }, _) => match cache::forget(key.as_deref()).await {
+                Ok(()) => list_cache().await,
+                Err(e) => Err(e),
+            },
+            Job::Message(ToWorker::LoseDevice, _) => self.lose_device(),
+            Job::Message(ToWorker::Stop, _) => Ok(()),
+            Job::DeviceLost { generation, message } if generation == self.generation => self.recover(message).await,
+            Job::DeviceLost { .. } => Ok(()),
+        };
+        if let Err(message) = r {
+            post(&FromWorker::Error { message });
+        }
+    }
+
+    async fn load(
+        &mut self,
+        source: ModelSource,
+        choice: BackendChoice,
+        file: Option<web_sys::File>,
+    ) -> Result<(), String> {
+        self.loaded = None;
+        self.generation += 1;
+        let (name, bytes) = match &source {
+            ModelSource::Url(url) => (
+                url.rsplit('/').next().unwrap_or(url).to_string(),
+                fetch_cached(url).await?,
+            ),
+            ModelSource::File { name } => {
+                let file = file.ok_or("the picked file did not reach the worker")?;
+                (name.clone(), fetch::read_file(&file).await?)
+            }
+        };
+        Progress::new(Phase::Parse, None).report(0, true);
+        let file_bytes = bytes.len() as u64;
+        let gguf = Gguf::parse(bytes).map_err(|e| format!("{name}: {e}"))?;
+        let tokenizer = Tokenizer::from_gguf(&gguf).map_err(|e| format!("{name}: {e}"))?;
+        let title = gguf.opt_str("general.name").ok().flatten().unwrap_or(&name).to_string();
+        let architecture = gguf
+            .opt_str("general.architecture")
+            .ok()
+            .flatten()
+            .unwrap_or("?")
+            .to_string();
+        let parameters = gguf.tensors().iter().map(|t| t.n_elements()).sum();
+        let model = Arc::new(Model::from_gguf(gguf).map_err(|e| format!("{name}: {e}"))?);
+        let context = model.config.context_length.min(MAX_CONTEXT);
+        let (runner, backend) = self.engine(&model, context, choice).await?;
+        let info = ModelInfo {
+            name: title,
+            architecture,
+            parameters,
+            file_bytes,
+            bytes_per_token: model.bytes_per_token(0),
+            context,
+            layers: model.config.n_layers,
+            backend,
+        };
+        post(&FromWorker::Ready(info.clone()));
+        self.loaded = Some(Loaded {
+            model,
+            tokenizer,
+            runner,
+            info,
+        });
+        Ok(())
+    }
+
+    /// The GPU engine when asked for and possible, else the CPU engine with the reason.
+    async fn engine(
+        &self,
+        model: &Arc<Model<Vec<u8>>>,
+        context: usize,
+        choice: BackendChoice,
+    ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
+        let reason = match choice {
+            BackendChoice::Cpu => "the CPU engine was chosen".to_string(),
+            BackendChoice::Auto => match self.gpu_engine(model, context).await {
+                Ok(ok) => return Ok(ok),
+                Err(e) => e,
+            },
+        };
+        let runner = Runner::cpu(model.clone(), context).map_err(|e| e.to_string())?;
+        let backend = BackendInfo {
+            gpu: false,
+            label: "CPU (WASM)".into(),
+            fallback_reason: Some(reason),
+        };
+        Ok((runner, backend))
+    }
+
+    // GpuEngine shares its context through an Arc; wgpu's wasm types are not Send (one thread).
+    #[allow(clippy::arc_with_non_send_sync)]
+    async fn gpu_engine(
+        &self,
+        model: &Arc<Model<Vec<u8>>>,
+        context: usize,
+    ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
+        let ctx = Arc::new(GpuContext::new().await.map_err(|e| e.to_string())?);
+        let (jobs, generation) = (self.jobs.clone(), self.generation);
+        ctx.device.set_device_lost_callback(move |reason, message| {
+            let _ = jobs.unbounded_send(Job::DeviceLost {
+                generation,
+                message: format!("{reason:?}: {message}"),
+            });
+        });
+        let total = model.gguf.file_len();
+        let mut progress = Progress::new(Phase::Upload, Some(total));
+        // WebGPU reports shader and pipeline errors asynchronously: catch them here, or the
+        // engine would run and read back zeros.
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let runner = Runner::gpu(ctx.clone(), model.clone(), context, |done, _| {
+            progress.report(done, false)
+        })
+        .map_err(|e| format!("the model does not fit this GPU: {e}"))?;
+        if let Some(e) = scope.pop().await {
+            return Err(format!("this GPU rejected the engine: {e}"));
+        }
+        progress.report(total, true);
+        let name = ctx.summary().name;
+        let words = super::js::adapter_words().await.unwrap_or_default();
+        let label = match (words.is_empty(), name.is_empty() || words.contains(&name)) {
+            (true, true) => "WebGPU".to_string(),
+            (false, true) => format!("WebGPU: {words}"),
+            (true, false) => format!("WebGPU: {name}"),
+            (false, false) => format!("WebGPU: {words} {name}"),
+        };
+        Ok((
+            runner,
+            BackendInfo {
+                gpu: true,
+                label,
+                fallback_reason: None,
+            },
+        ))
+    }
+
+    fn lose_device(&mut self) -> Result<(), String> {
+        match self.loaded.as_ref().map(|l| &l.runner) {
+            Some(Runner::Gpu(e)) => {
+                e.ctx.device.destroy();
+                Ok(())
+            }
+            _ => Err("no GPU device is in use".into()),
+        }
+    }
+
+    async fn recover(&mut self, message: String) -> Result<(), String> {
+        let Some(loaded) = self.loaded.as_mut() else {
+            return Ok(());
+        };
+        if !loaded.info.backend.gpu {
+            return Ok(());
+        }
+        post(&FromWorker::DeviceLost { message });
+        self.generation += 1;
+        let model = loaded.model.clone();
+        let context = loaded.info.context;
+        let (runner, backend) = self.engine(&model, context, BackendChoice::Auto).await?;
+        let loaded = self.loaded.as_mut().expect("still loaded");
+        loaded.runner = runner;
+        loaded.info.backend = backend;
+        post(&FromWorker::Recovered(loaded.info.clone()));
+        Ok(())
+    }
+
+    async fn generate(&mut self, req: GenerateRequest) -> Result<(), String> {
+        self.stop.set(false);
+        let loaded = self.loaded.as_mut().ok_or("no model is loaded yet")?;
+        let gpu = loaded.info.backend.gpu;
+        let mut sampler = Sampler::new(req.sampling).map_err(|e| e.to_string())?;
+        let template = match req.chat {
+            true => Some(chat_template(&loaded.model.gguf).map_err(|e| e.to_string())?),
+            false => None,
+        };
+        let tokens = prompt_tokens(&loaded.tokenizer, template.as_ref(), &req.prompt).map_err(|e| e.to_string())?;
+        let runner = &mut loaded.runner;
+        runner.reset();
+        let capacity = runner.fill().1;
+        if tokens.len() >= capacity {
+            return Err(format!(
+                "the prompt is {} tokens; this context holds {capacity} including the reply: shorten it",
+                tokens.len()
+            ));
+        }
+        post(&FromWorker::Started {
+            prompt_tokens: tokens.len(),
+        });
+        let start = now_s();
+        runner.begin_prefill(&tokens, &mut sampler).map_err(|e| e.to_string())?;
+        let mut next = runner.finish_async(&mut sampler).await.map_err(|e| e.to_string())?;
+        let ttft_s = now_s() - start;
+        post(&FromWorker::FirstToken {
+            ttft_s,
+            prefill_tok_s: tokens.len() as f64 / ttft_s.max(1e-9),
+        });
+        let mut stream = loaded.tokenizer.stream();
+        let mut generated = 0;
+        let mut seconds = None;
+        let reason = loop {
+            if loaded.tokenizer.is_stop(next) {
+                break StopReason::EndOfText;
+            }
+            generated += 1;
+            let text = stream.step(next).map_err(|e| e.to_string())?.unwrap_or_default();
+            post(&FromWorker::Token { text, seconds });
+            if generated == req.max_tokens {
+                break StopReason::MaxTokens;
+            }
+            if !gpu {
+                yield_now().await; // the CPU step is synchronous: let a Stop message in
+            }
+            if self.stop.get() {
+                break StopReason::Stopped;
+            }
+            if runner.full().is_some() {
+                break StopReason::ContextFull;
+            }
+            let t = now_s();
+            runner.begin_decode(next, &mut sampler).map_err(|e| e.to_string())?;
+            next = runner.finish_async(&mut sampler).await.map_err(|e| e.to_string())?;
+            seconds = Some(now_s() - t);
+        };
+        post(&FromWorker::Done { generated, reason });
+        Ok(())
+    }
+}
+
+/// The model at `url`: from the cache when a complete copy is there, else downloaded (and
+/// then cached; a cache failure is reported but does not stop the load).
+async fn fetch_cached(url: &str) -> Result<Vec<u8>, String> {
+    let href = super::js::scope().location().href();
+    let absolute = web_sys::Url::new_with_base(url, &href)
+        .map(|u| u.href())
+        .map_err(|e| format!("{url:?} is not a valid URL: {}", describe(&e)))?;
+    Progress::new(Phase::Cache, None).report(0, true);
+    match cache::lookup(&absolute).await {
+        Ok(Some(bytes)) => return Ok(bytes),
+        Ok(None) => {}
+        Err(e) => post(&FromWorker::Cache {
+            entries: vec![],
+            note: Some(format!("cache unavailable: {e}")),
+        }),
+    }
+    let bytes = fetch::download(&absolute).await?;
+    if let Err(e) = cache::store(&absolute, &bytes).await {
+        post(&FromWorker::Cache {
+            entries: vec![],
+            note: Some(format!("not cached: {e}")),
+        });
+    }
+    Ok(bytes)
+}
+
+async fn list_cache() -> Result<(), String> {
+    let entries = cache::list().await?;
+    post(&FromWorker::Cache {
+        entries,
+        note: cache::usage_note().await,
+    });
+    Ok(())
+}

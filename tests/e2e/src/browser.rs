@@ -1,0 +1,135 @@
+//! Headless Debian Chromium driven by chromedriver: with WebGPU (SwiftShader on a machine
+//! without a GPU; `--enable-unsafe-webgpu` is what Linux Chromium needs to expose it) or
+//! without, to exercise the page's CPU fallback.
+
+use fantoccini::{Client, ClientBuilder};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use tokio::process::{Child, Command};
+
+pub struct Browser {
+    pub client: Client,
+    _driver: Child,
+}
+
+/// Flags for a quiet, reproducible headless run (no updates, sync or network noise).
+const BASE_ARGS: &[&str] = &[
+    "--headless=new",
+    "--no-sandbox",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+];
+const WEBGPU_ARGS: &[&str] = &[
+    "--enable-unsafe-webgpu",
+    "--use-angle=vulkan",
+    "--enable-features=Vulkan",
+];
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
+
+impl Browser {
+    /// Starts chromedriver ($CHROMEDRIVER or `chromedriver`) and a Chromium ($CHROME or
+    /// /usr/bin/chromium) window of `width` × `height`.
+    pub async fn launch(webgpu: bool, width: u32, height: u32) -> Result<Self, String> {
+        let driver_bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+        let chrome = std::env::var("CHROME").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        let port = free_port();
+        let driver = Command::new(&driver_bin)
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {driver_bin}: {e} (apt-get install chromium-driver)"))?;
+        let mut args: Vec<String> = BASE_ARGS.iter().map(|s| s.to_string()).collect();
+        if webgpu {
+            args.extend(WEBGPU_ARGS.iter().map(|s| s.to_string()));
+        }
+        args.push(format!("--window-size={width},{height}"));
+        let caps = json!({ "goog:chromeOptions": { "binary": chrome, "args": args } });
+        let caps = caps.as_object().cloned().expect("an object");
+        let url = format!("http://127.0.0.1:{port}");
+        let start = Instant::now();
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if start.elapsed() > Duration::from_secs(30) => {
+                    return Err(format!("chromedriver at {url} gave no session: {e}"));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        };
+        Ok(Self {
+            client,
+            _driver: driver,
+        })
+    }
+
+    /// Runs `script` (a function body that `return`s) in the page.
+    pub async fn eval(&self, script: &str) -> Value {
+        self.client.execute(script, vec![]).await.unwrap_or(Value::Null)
+    }
+
+    /// The text of the element with this `data-testid` ("" when absent).
+    pub async fn text(&self, testid: &str) -> String {
+        let js =
+            format!("const e = document.querySelector('[data-testid=\"{testid}\"]'); return e ? e.textContent : '';");
+        self.eval(&js).await.as_str().unwrap_or("").to_string()
+    }
+
+    /// Polls `condition` (a JS expression) until true; on timeout, fails with the page's status
+    /// and error lines, which say why.
+    pub async fn wait_for(&self, condition: &str, timeout: Duration) -> Result<(), String> {
+        let start = Instant::now();
+        let js = format!("return !!({condition});");
+        loop {
+            if self.eval(&js).await == Value::Bool(true) {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                return Err(format!(
+                    "timed out after {:?} waiting for {condition}; status: {:?}; error: {:?}; page errors: {:?}",
+                    timeout,
+                    self.text("status").await,
+                    self.text("error").await,
+                    self.page_errors().await
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Errors the page recorded (web/index.html collects them in `window.__tokscope_errors`).
+    pub async fn page_errors(&self) -> Vec<String> {
+        match self.eval("return window.__tokscope_errors || [];").await {
+            Value::Array(a) => a.iter().map(|v| v.as_str().unwrap_or("?").to_string()).collect(),
+            _ => vec![],
+        }
+    }
+
+    pub async fn screenshot(&self, path: &std::path::Path) -> Result<(), String> {
+        let png = self.client.screenshot().await.map_err(|e| e.to_string())?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(path, png).map_err(|e| e.to_string())
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}

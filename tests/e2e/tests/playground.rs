@@ -1,0 +1,261 @@
+//! The playground in a real headless Chromium: the page built by Trunk (`dist/`, built by
+//! scripts/test.sh first), served by our static server, driven through chromedriver. WebGPU runs
+//! on SwiftShader where the machine has no GPU. Screenshots land in `target/e2e/`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::Mutex;
+use tokscope_core::model::Model;
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::server::{self, Server};
+
+const MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+const PROMPT: &str = "The capital of France is";
+const TOKENS: usize = 32;
+/// Loading and 32 tokens on SwiftShader or the wasm CPU engine, on 2 shared cores.
+const RUN_TIMEOUT: Duration = Duration::from_secs(match option_env!("E2E_QUICK") {
+    Some(_) => 20,
+    None => 240,
+});
+
+/// One browser at a time: the machines running this have two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+fn root() -> PathBuf {
+    // Canonical: chromedriver refuses file paths with `..` in them.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn dist() -> PathBuf {
+    let d = root().join("dist");
+    assert!(
+        d.join("index.html").is_file() && d.join(MODEL).is_file(),
+        "dist/ is not built: scripts/test.sh runs `trunk build --release` first"
+    );
+    d
+}
+
+fn serve() -> Server {
+    server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
+}
+
+/// Chromium's own SwiftShader Vulkan driver (Debian's chromium package ships it): the native CLI
+/// on the same driver as the page's WebGPU.
+const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+/// What `tokscope generate` prints for the same greedy run (stdout, trailing newline dropped).
+/// `gpu`: `--backend gpu`, on the Vulkan ICD `icd` when given.
+fn cli_greedy_text(gpu: bool, icd: Option<&str>) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.current_dir(root())
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "--locked",
+            "-p",
+            "tokscope-cli",
+            "--",
+            "generate",
+        ])
+        .args(["--model", &format!("public/{MODEL}"), "--prompt", PROMPT])
+        .args(["--max-tokens", &TOKENS.to_string(), "--temperature", "0"]);
+    if gpu {
+        cmd.args(["--backend", "gpu"]);
+    }
+    if let Some(icd) = icd {
+        cmd.env("VK_ICD_FILENAMES", icd);
+    }
+    let out = cmd.output().expect("cargo runs the CLI");
+    assert!(
+        out.status.success(),
+        "CLI failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.strip_suffix('\n').unwrap_or(&text).to_string()
+}
+
+fn run_url(server: &Server, extra: &str) -> String {
+    let prompt = PROMPT.replace(' ', "%20");
+    server.url(&format!(
+        "index.html?prompt={prompt}&max_tokens={TOKENS}&temperature=0&autorun=1{extra}"
+    ))
+}
+
+const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+
+fn number(s: &str) -> f64 {
+    s.trim().parse().unwrap_or(f64::NAN)
+}
+
+#[tokio::test]
+async fn webgpu_greedy_run_matches_the_cli_and_reloads_from_cache() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    b.client.goto(&run_url(&server, "")).await.unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    let badge = b.text("backend").await;
+    assert!(
+        badge.starts_with("WebGPU"),
+        "backend badge: {badge:?}; notice: {:?}",
+        b.text("notice").await
+    );
+    // GPU float sums run in another order than the CPU's, so near-ties may break differently:
+    // the page's WebGPU text must equal the CLI's GPU text on the same driver.
+    let swiftshader = badge.to_lowercase().contains("swiftshader");
+    println!("page adapter: {badge}");
+    let expected = cli_greedy_text(true, swiftshader.then_some(SWIFTSHADER_ICD));
+    assert_eq!(
+        b.text("output").await,
+        expected,
+        "the page's greedy text differs from the CLI's; status {:?}",
+        b.text("status").await
+    );
+    let tok_s = number(&b.text("tok-s").await);
+    assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
+    assert!(number(&b.text("ttft").await) > 0.0);
+    let phases = b
+        .eval("return document.querySelector('[data-testid=model]').dataset.phases;")
+        .await;
+    assert!(
+        phases.as_str().unwrap_or("").contains("Download"),
+        "progress phases seen: {phases}"
+    );
+    assert!(
+        phases.as_str().unwrap_or("").contains("Upload"),
+        "progress phases seen: {phases}"
+    );
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.screenshot(&root().join("target/e2e/desktop.png")).await.unwrap();
+    println!("webgpu decode: {tok_s} tok/s (badge {badge})");
+
+    // A reload finds the model in the cache: no second download.
+    assert_eq!(server.log.count(".gguf"), 1, "requests: {:?}", server.log.all());
+    b.client.refresh().await.unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert_eq!(server.log.count(".gguf"), 1, "the reload downloaded the model again");
+    assert_eq!(b.text("output").await, expected);
+    b.close().await;
+}
+
+#[tokio::test]
+async fn without_webgpu_the_cpu_engine_runs_the_same_text() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let expected = cli_greedy_text(false, None);
+    let server = serve();
+    let b = Browser::launch(false, 360, 800).await.unwrap();
+    b.client.goto(&run_url(&server, "")).await.unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert_eq!(b.text("backend").await, "CPU (WASM)");
+    let notice = b.text("notice").await;
+    assert!(notice.contains("WebGPU is not available"), "notice: {notice:?}");
+    assert_eq!(b.text("output").await, expected, "status {:?}", b.text("status").await);
+    let tok_s = number(&b.text("tok-s-mean").await);
+    assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
+    println!("wasm CPU decode: {tok_s} tok/s");
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.screenshot(&root().join("target/e2e/mobile-360-cpu.png"))
+        .await
+        .unwrap();
+    b.close().await;
+}
+
+/// Decodes with the Generate button, records main-thread long tasks meanwhile, then loses the
+/// GPU device on purpose and checks that the engine recovers and generates again.
+#[tokio::test]
+async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    b.client
+        .goto(&server.url("index.html?max_tokens=48&temperature=0"))
+        .await
+        .unwrap();
+    b.wait_for(
+        "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let t0 = b.eval("return performance.now();").await.as_f64().unwrap();
+    b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
+        .await;
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    let long = b
+        .eval(&format!(
+            "return __tokscope_longtasks.filter(t => t.start >= {t0}).map(t => t.duration);"
+        ))
+        .await;
+    assert_eq!(
+        long,
+        serde_json::json!([]),
+        "main-thread tasks over 50 ms during decode (ms)"
+    );
+    let first = b.text("output").await;
+    assert!(!first.is_empty());
+
+    b.eval("[...document.querySelectorAll('button')].find(e => e.textContent.includes('lost GPU')).click(); return 0;")
+        .await;
+    b.wait_for(
+        "document.querySelector('[data-testid=notice]')?.textContent.includes('Recovered')",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert!(b.text("backend").await.starts_with("WebGPU"));
+    b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
+        .await;
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert_eq!(b.text("output").await, first, "greedy text after recovery");
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}
+
+/// A truncated GGUF picked in the file input shows the reader's own error text.
+#[tokio::test]
+async fn a_truncated_gguf_shows_the_readers_error() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let bytes = std::fs::read(root().join("public").join(MODEL)).unwrap();
+    let cut = &bytes[..bytes.len() / 3];
+    let expected = tokscope_core::gguf::Gguf::parse(cut.to_vec())
+        .err()
+        .map(|e| e.to_string())
+        .or_else(|| Model::load(cut.to_vec()).err().map(|e| e.to_string()))
+        .expect("a truncated file is an error");
+    let path = root().join("target/e2e/truncated.gguf");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, cut).unwrap();
+    let server = serve();
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    b.client.goto(&server.url("index.html")).await.unwrap();
+    b.wait_for(
+        "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let input = b
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=file]"))
+        .await
+        .unwrap();
+    input.send_keys(path.to_str().unwrap()).await.unwrap();
+    b.wait_for("document.querySelector('[data-testid=error]')", RUN_TIMEOUT)
+        .await
+        .unwrap();
+    let shown = b.text("error").await;
+    assert!(shown.contains(&expected), "shown {shown:?}, reader says {expected:?}");
+    assert!(
+        shown.starts_with("truncated.gguf"),
+        "the message names the file: {shown:?}"
+    );
+    b.screenshot(&root().join("target/e2e/truncated-error.png"))
+        .await
+        .unwrap();
+    b.close().await;
+}
