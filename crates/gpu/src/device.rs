@@ -5,7 +5,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum GpuError {
-    #[error("no GPU adapter: {0} (in a browser: WebGPU is missing or disabled)")]
+    #[error("no GPU adapter: {0} (in a browser: WebGPU is missing, disabled, or blocked for this GPU)")]
     NoAdapter(String),
     #[error("the GPU device could not be created: {0}")]
     NoDevice(String),
@@ -61,7 +61,15 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+            .map_err(|e| {
+                // In a browser wgpu's message lists every native backend it was built without;
+                // the reader needs only the one fact.
+                if cfg!(target_arch = "wasm32") {
+                    GpuError::NoAdapter("this browser offers no WebGPU adapter".into())
+                } else {
+                    GpuError::NoAdapter(e.to_string())
+                }
+            })?;
         let features = adapter.features() & OPTIONAL_FEATURES;
         let limits = adapter.limits();
         let (device, queue) = adapter

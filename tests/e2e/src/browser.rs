@@ -55,7 +55,13 @@ impl Browser {
             args.extend(WEBGPU_ARGS.iter().map(|s| s.to_string()));
         }
         args.push(format!("--window-size={width},{height}"));
-        let caps = json!({ "goog:chromeOptions": { "binary": chrome, "args": args } });
+        let mut options = json!({ "binary": chrome, "args": args });
+        if width < 500 {
+            // Chromium windows are at least 500 px wide; narrower viewports need emulation.
+            options["mobileEmulation"] =
+                json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 } });
+        }
+        let caps = json!({ "goog:chromeOptions": options });
         let caps = caps.as_object().cloned().expect("an object");
         let url = format!("http://127.0.0.1:{port}");
         let start = Instant::now();
