@@ -127,10 +127,13 @@ pub enum FromWorker {
         generated: usize,
         reason: StopReason,
     },
+    /// What the model cache holds, with how much of the quota is used.
     Cache {
         entries: Vec<CachedModel>,
         note: Option<String>,
     },
+    /// The cache failed (unavailable, quota full); the model loads anyway.
+    CacheNote(String),
     /// The GPU device was lost; the worker rebuilds the engine from the bytes it holds.
     DeviceLost {
         message: String,

@@ -87,6 +87,7 @@ fn run_url(server: &Server, extra: &str) -> String {
 }
 
 const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
 
 fn number(s: &str) -> f64 {
     s.trim().parse().unwrap_or(f64::NAN)
@@ -176,12 +177,7 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
         .goto(&server.url("index.html?max_tokens=48&temperature=0"))
         .await
         .unwrap();
-    b.wait_for(
-        "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')",
-        RUN_TIMEOUT,
-    )
-    .await
-    .unwrap();
+    b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
     let t0 = b.eval("return performance.now();").await.as_f64().unwrap();
     b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
         .await;
@@ -233,12 +229,7 @@ async fn a_truncated_gguf_shows_the_readers_error() {
     let server = serve();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     b.client.goto(&server.url("index.html")).await.unwrap();
-    b.wait_for(
-        "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')",
-        RUN_TIMEOUT,
-    )
-    .await
-    .unwrap();
+    b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
     let input = b
         .client
         .find(fantoccini::Locator::Css("[data-testid=file]"))

@@ -34,21 +34,16 @@ fn url_settings() -> (RunSettings, Vec<String>) {
     RunSettings::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
-/// Loads a model from a URL (the default one, or the reader's).
-pub fn load_url(state: State, url: String) {
+/// Loads a model from a URL (the default one, or the reader's), or from a picked `file`
+/// (`source` is then `ModelSource::File`), on the engine the settings ask for.
+pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     state.model.set(None);
     state.error.set(None);
     let backend = match state.settings.get_untracked().force_cpu {
         true => BackendChoice::Cpu,
         false => BackendChoice::Auto,
     };
-    link::send(
-        &ToWorker::Load {
-            source: ModelSource::Url(url),
-            backend,
-        },
-        None,
-    );
+    link::send(&ToWorker::Load { source, backend }, file);
 }
 
 pub fn start() {
@@ -80,7 +75,7 @@ fn start_effects(state: State) {
             .get_untracked()
             .model
             .unwrap_or_else(|| DEFAULT_MODEL.into());
-        load_url(state, url);
+        load(state, ModelSource::Url(url), None);
         link::send(&ToWorker::ListCache, None);
         true
     });

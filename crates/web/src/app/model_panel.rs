@@ -3,23 +3,13 @@
 
 use super::link::{phase_name, send};
 use super::state::{Loading, State};
-use super::{DEFAULT_MODEL, load_url};
-use crate::protocol::{BackendChoice, ModelSource, ToWorker};
+use super::{DEFAULT_MODEL, load};
+use crate::protocol::{ModelSource, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::meter::transfer;
 
 fn load_file(state: State, file: web_sys::File) {
-    state.model.set(None);
-    state.error.set(None);
-    let backend = match state.settings.get_untracked().force_cpu {
-        true => BackendChoice::Cpu,
-        false => BackendChoice::Auto,
-    };
-    let msg = ToWorker::Load {
-        source: ModelSource::File { name: file.name() },
-        backend,
-    };
-    send(&msg, Some(&file));
+    load(state, ModelSource::File { name: file.name() }, Some(&file));
 }
 
 fn progress_text(l: &Loading) -> String {
@@ -91,13 +81,13 @@ pub fn ModelPanel(state: State) -> impl IntoView {
             <form class="row" on:submit=move |ev| {
                 ev.prevent_default();
                 let u = url.get_untracked();
-                if !u.trim().is_empty() { load_url(state, u.trim().to_string()); }
+                if !u.trim().is_empty() { load(state, ModelSource::Url(u.trim().to_string()), None); }
             }>
                 <label for="model-url" class="sr-only">"Model URL"</label>
                 <input id="model-url" type="url" placeholder="https://…/model.gguf" data-testid="model-url"
                     prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
                 <button type="submit">"Load URL"</button>
-                <button type="button" on:click=move |_| load_url(state, DEFAULT_MODEL.into())>"Default model"</button>
+                <button type="button" on:click=move |_| load(state, ModelSource::Url(DEFAULT_MODEL.into()), None)>"Default model"</button>
             </form>
             <details class="cache">
                 <summary>"Cached models"</summary>

@@ -154,11 +154,10 @@ impl State {
                 self.status.set(format!("Done: {generated} tokens ({why})."));
             }
             FromWorker::Cache { entries, note } => {
-                if !entries.is_empty() || note.as_deref().is_none_or(|n| !n.starts_with("not cached")) {
-                    self.cache.set(entries);
-                }
+                self.cache.set(entries);
                 self.cache_note.set(note);
             }
+            FromWorker::CacheNote(note) => self.cache_note.set(Some(note)),
             FromWorker::DeviceLost { message } => {
                 self.running.set(false);
                 self.notice.set(Some(format!(

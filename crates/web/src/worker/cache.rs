@@ -55,8 +55,11 @@ async fn put(cache: &web_sys::Cache, key: &str, bytes: &[u8], content_type: &str
 }
 
 pub async fn list() -> Result<Vec<CachedModel>, String> {
-    let cache = open().await?;
-    match matched(&cache, INDEX).await? {
+    list_in(&open().await?).await
+}
+
+async fn list_in(cache: &web_sys::Cache) -> Result<Vec<CachedModel>, String> {
+    match matched(cache, INDEX).await? {
         Some(r) => {
             let bytes = body(r).await?;
             serde_json::from_slice(&bytes).map_err(|e| format!("the cache index is unreadable: {e}"))
@@ -72,10 +75,10 @@ async fn write_index(cache: &web_sys::Cache, entries: &[CachedModel]) -> Result<
 
 /// The cached bytes of `source`, if a complete copy is there.
 pub async fn lookup(source: &str) -> Result<Option<Vec<u8>>, String> {
-    let Some(entry) = list().await?.into_iter().find(|e| e.source == source) else {
+    let cache = open().await?;
+    let Some(entry) = list_in(&cache).await?.into_iter().find(|e| e.source == source) else {
         return Ok(None);
     };
-    let cache = open().await?;
     let Some(resp) = matched(&cache, &entry.key).await? else {
         return Ok(None);
     };
@@ -96,7 +99,7 @@ pub async fn store(source: &str, bytes: &[u8]) -> Result<(), String> {
     if matched(&cache, &key).await?.is_none() {
         put(&cache, &key, bytes, "application/octet-stream").await?;
     }
-    let mut entries = list().await.unwrap_or_default();
+    let mut entries = list_in(&cache).await.unwrap_or_default();
     entries.retain(|e| e.source != source);
     entries.push(CachedModel {
         key,
@@ -109,7 +112,7 @@ pub async fn store(source: &str, bytes: &[u8]) -> Result<(), String> {
 /// Deletes one entry (by key) or everything.
 pub async fn forget(key: Option<&str>) -> Result<(), String> {
     let cache = open().await?;
-    let mut entries = list().await.unwrap_or_default();
+    let mut entries = list_in(&cache).await.unwrap_or_default();
     let (gone, kept): (Vec<_>, Vec<_>) = entries.drain(..).partition(|e| key.is_none_or(|k| e.key == k));
     for e in &gone {
         if !kept.iter().any(|k| k.key == e.key) {

@@ -294,17 +294,11 @@ async fn fetch_cached(url: &str) -> Result<Vec<u8>, String> {
     match cache::lookup(&absolute).await {
         Ok(Some(bytes)) => return Ok(bytes),
         Ok(None) => {}
-        Err(e) => post(&FromWorker::Cache {
-            entries: vec![],
-            note: Some(format!("cache unavailable: {e}")),
-        }),
+        Err(e) => post(&FromWorker::CacheNote(format!("cache unavailable: {e}"))),
     }
     let bytes = fetch::download(&absolute).await?;
     if let Err(e) = cache::store(&absolute, &bytes).await {
-        post(&FromWorker::Cache {
-            entries: vec![],
-            note: Some(format!("not cached: {e}")),
-        });
+        post(&FromWorker::CacheNote(format!("not cached: {e}")));
     }
     Ok(bytes)
 }
