@@ -15,9 +15,11 @@ use tokscope_gpu::GpuContext;
 use tokscope_gpu::engine::{GpuEngine, Want};
 use wasm_bindgen_test::*;
 
-wasm_bindgen_test_configure!(run_in_dedicated_worker);
+#[path = "common/compare.rs"]
+mod compare;
+use compare::{TOKENS, assert_logits_close, tiny_model};
 
-const TOKENS: [u32; 12] = [1, 77, 104, 105, 200, 3, 45, 45, 260, 12, 99, 2];
+wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 #[wasm_bindgen_test]
 async fn gpu_logits_match_cpu_engine_in_the_browser() {
@@ -27,22 +29,14 @@ async fn gpu_logits_match_cpu_engine_in_the_browser() {
             .expect("a WebGPU adapter (Chromium with --enable-unsafe-webgpu)"),
     );
     for ty in GgmlType::SUPPORTED {
-        let spec = TinyLlama {
-            weight_type: ty,
-            embd_type: ty,
-            tied_output: false,
-            ..Default::default()
-        };
-        let model = Arc::new(Model::load(spec.build()).unwrap());
+        let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
         for (i, &t) in TOKENS.iter().enumerate() {
             let want = cpu.decode(t).unwrap().to_vec();
             gpu.submit(t, Want::Logits).unwrap();
             let got = gpu.read_async().await.unwrap().into_logits();
-            let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
-            let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-            assert!(diff <= 1e-4 * scale, "{ty} step {i}: max diff {diff} (scale {scale})");
+            assert_logits_close(ty, i, &got, &want);
         }
     }
 }

@@ -3,6 +3,10 @@
 //! type; awkward context positions), on lavapipe in CI.
 
 mod common;
+#[path = "common/compare.rs"]
+mod compare;
+
+use compare::{TOKENS, assert_logits_close, tiny_model};
 
 use std::sync::Arc;
 use tokscope_core::cpu::CpuEngine;
@@ -11,33 +15,19 @@ use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_gpu::engine::GpuEngine;
 
-const TOKENS: [u32; 12] = [1, 77, 104, 105, 200, 3, 45, 45, 260, 12, 99, 2];
-
 #[test]
 fn gpu_logits_match_cpu_engine_for_every_weight_type() {
     let Some(ctx) = common::gpu() else { return };
     let ctx = Arc::new(ctx);
     for ty in GgmlType::SUPPORTED {
-        let spec = TinyLlama {
-            weight_type: ty,
-            embd_type: ty,
-            tied_output: false,
-            ..Default::default()
-        };
-        let model = Arc::new(Model::load(spec.build()).unwrap());
+        let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
         assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2);
         for (i, &t) in TOKENS.iter().enumerate() {
             let want = cpu.decode(t).unwrap().to_vec();
             let got = gpu.decode(t).unwrap();
-            let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
-            let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-            // Both engines round activations to the same 8-bit blocks for quantized weights, so
-            // only f32 summation order differs.
-            let tol = 1e-4;
-            println!("{ty} step {i}: max diff {diff} (scale {scale})");
-            assert!(diff <= tol * scale, "{ty} step {i}: max diff {diff} (scale {scale})");
+            assert_logits_close(ty, i, &got, &want);
         }
         assert!(gpu.decode(1).is_ok());
     }
