@@ -2,12 +2,17 @@
 //!
 //! - [`gguf`]: validated, zero-copy GGUF reader (and a writer for tests and re-encoding).
 //! - [`quant`]: ggml tensor types, block layouts and dot kernels.
+//! - [`roofline`], [`agent`], [`presets`], [`meter`], [`human`]: the numbers the pages show, as
+//!   tested pure functions with their sources.
 
+pub mod agent;
 pub mod chat;
 pub mod cpu;
 pub mod gguf;
+pub mod human;
 pub mod meter;
 pub mod model;
+pub mod presets;
 pub mod prompt;
 pub mod quant;
 pub mod roofline;
