@@ -27,6 +27,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// Measure this GPU's read bandwidth, cost per dispatch and submit round trip.
     Probe(ProbeArgs),
+    /// The decode ceiling a device's bandwidth and compute set for a model (no model file needed).
+    Roofline(RooflineArgs),
+    /// How long an agent loop of N model calls takes at a given decode speed.
+    Agent(AgentArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -101,6 +105,99 @@ pub struct ProbeArgs {
     /// Timed runs per figure (the median is reported; at least 5).
     #[arg(long, default_value_t = 7)]
     pub runs: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
+pub struct RooflineArgs {
+    /// Start from a model preset (see --list); explicit flags override its figures.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Start from a device preset (peak figures, see --list).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// List the presets and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Active parameters: 8B, 135M, 8.03e9 (a mixture of experts' active share).
+    #[arg(long)]
+    pub params: Option<String>,
+    /// Bits per weight, scales included (Q4_0 4.5, Q4_1 5, Q8_0 8.5, F16 16).
+    #[arg(long)]
+    pub bits: Option<f64>,
+    /// Memory bandwidth, GB/s (10^9 bytes per second).
+    #[arg(long = "bandwidth-gbs")]
+    pub bandwidth_gbs: Option<f64>,
+    /// Peak compute, TFLOP/s (none: no compute roof).
+    #[arg(long)]
+    pub tflops: Option<f64>,
+    /// Sequences decoded together.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
+    /// KV cache: layers (with --kv-heads, --head-dim and --context).
+    #[arg(long)]
+    pub layers: Option<u32>,
+    #[arg(long)]
+    pub kv_heads: Option<u32>,
+    #[arg(long)]
+    pub head_dim: Option<u32>,
+    /// Tokens in the KV cache.
+    #[arg(long)]
+    pub context: Option<u64>,
+    /// Bits per cached element.
+    #[arg(long, default_value_t = 16.0)]
+    pub kv_bits: f64,
+    /// Fixed cost per step, milliseconds (dispatches, synchronisation).
+    #[arg(long, default_value_t = 0.0)]
+    pub overhead_ms: f64,
+    /// A measured per-user decode rate, for its MBU against this bandwidth.
+    #[arg(long)]
+    pub measured_tok_s: Option<f64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
+pub struct AgentArgs {
+    /// Model calls in the loop.
+    #[arg(long)]
+    pub steps: u32,
+    /// Visible tokens each step writes.
+    #[arg(long)]
+    pub output_tokens: u64,
+    /// Decode rate, tokens per second.
+    #[arg(long = "tok-s")]
+    pub tok_s: f64,
+    /// Hidden reasoning tokens each step decodes.
+    #[arg(long, default_value_t = 0)]
+    pub reasoning_tokens: u64,
+    /// The first call's prompt tokens.
+    #[arg(long, default_value_t = 0)]
+    pub prompt_tokens: u64,
+    /// Tokens each tool result adds to the context.
+    #[arg(long, default_value_t = 0)]
+    pub tool_tokens: u64,
+    /// Prompt-processing rate, tokens per second (left out: no prefill time).
+    #[arg(long = "prefill-tok-s")]
+    pub prefill_tok_s: Option<f64>,
+    /// With a prefix cache only new tokens are prefilled each call; without, the whole context.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub prefix_cache: OnOff,
+    /// Fixed wait for each call's first token (network, queue), seconds.
+    #[arg(long = "ttft-s", default_value_t = 0.0)]
+    pub ttft_s: f64,
+    /// Tool latency after every step but the last, seconds.
+    #[arg(long = "tool-s", default_value_t = 0.0)]
+    pub tool_s: f64,
     #[arg(long)]
     pub json: bool,
 }

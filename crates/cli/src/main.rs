@@ -1,5 +1,6 @@
 //! `tokscope`: the same engine and math as the web app, on the command line.
 
+mod agent;
 mod args;
 mod bench;
 mod engine;
@@ -7,6 +8,7 @@ mod generate;
 mod inspect;
 mod model_file;
 mod probe;
+mod roofline;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -23,6 +25,10 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        // `tokscope roofline --list | head`: the reader closed the pipe; nothing went wrong.
+        if msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
         let at = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
@@ -71,5 +77,7 @@ fn run(cli: args::Cli) -> CliResult {
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Bench(a) => bench::run(a),
         args::Command::Probe(a) => probe::run(a),
+        args::Command::Roofline(a) => roofline::run(a),
+        args::Command::Agent(a) => agent::run(a),
     }
 }

@@ -333,3 +333,171 @@ fn bench_batch_out_of_range_is_a_clear_error() {
         "--batch must be 1 to 16",
     );
 }
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn roofline_reproduces_the_worked_example_in_json() {
+    let v = json(&tokscope(&[
+        "roofline",
+        "--params",
+        "8.03B",
+        "--bits",
+        "16",
+        "--bandwidth-gbs",
+        "1000",
+        "--json",
+    ]));
+    assert_eq!(v["bytes_per_step"], 16.06e9);
+    assert_eq!(v["per_user_tok_s"].as_f64().unwrap().round(), 62.0);
+    assert_eq!(v["bound"], "memory");
+    let v8 = json(&tokscope(&[
+        "roofline",
+        "--model",
+        "llama-3.1-8b-8",
+        "--bandwidth-gbs",
+        "1000",
+        "--json",
+    ]));
+    let ratio = v8["per_user_tok_s"].as_f64().unwrap() / v["per_user_tok_s"].as_f64().unwrap();
+    assert!((ratio - 2.0).abs() < 1e-12, "{ratio}");
+    for field in [
+        "aggregate_tok_s",
+        "arithmetic_intensity",
+        "ridge_point",
+        "kv_bytes",
+        "weight_bytes",
+    ] {
+        assert!(v.get(field).is_some(), "{field}");
+    }
+}
+
+#[test]
+fn roofline_presets_kv_cache_and_compute_roof() {
+    let v = json(&tokscope(&[
+        "roofline",
+        "--model",
+        "llama-3.1-8b-16",
+        "--device",
+        "h100-sxm",
+        "--batch",
+        "512",
+        "--context",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(v["bound"], "compute");
+    assert_eq!(v["batch"], 512);
+    // 2 (K, V) × 32 layers × 8 heads × 128 dims × 1 token × 2 bytes × 512 sequences.
+    assert_eq!(v["kv_bytes"], 2.0 * 32.0 * 8.0 * 128.0 * 2.0 * 512.0);
+    let text = String::from_utf8(tokscope(&["roofline", "--list"]).stdout).unwrap();
+    assert!(text.contains("h200") && text.contains("peak"), "{text}");
+}
+
+#[test]
+fn roofline_bad_input_is_one_clear_line() {
+    let base = ["roofline", "--params", "8B", "--bits", "16"];
+    let with = |extra: &[&str]| tokscope(&[&base[..], extra].concat());
+    assert_clean_error(
+        &with(&["--bandwidth-gbs", "-3"]),
+        "bandwidth: must be more than zero, got -3",
+    );
+    assert_clean_error(&with(&["--bandwidth-gbs", "NaN"]), "bandwidth: must be a number");
+    assert_clean_error(&with(&[]), "missing --bandwidth-gbs");
+    assert_clean_error(
+        &with(&["--bandwidth-gbs", "100", "--context", "10"]),
+        "--context needs --layers",
+    );
+    assert_clean_error(&with(&["--device", "nope"]), "no device preset \"nope\"");
+    assert_clean_error(
+        &tokscope(&["roofline", "--params", "eight", "--bits", "4", "--bandwidth-gbs", "1"]),
+        "not a count",
+    );
+}
+
+#[test]
+fn agent_reproduces_the_seeds_example_and_lists_steps() {
+    let v = json(&tokscope(&[
+        "agent",
+        "--steps",
+        "12",
+        "--output-tokens",
+        "800",
+        "--tok-s",
+        "30",
+        "--json",
+    ]));
+    assert_eq!(v["total_s"], 320.0);
+    assert_eq!(v["decode_s"], 320.0);
+    assert_eq!(v["tokens"], 9600);
+    assert_eq!(v["prefill_s"], 0.0);
+    assert_eq!(v["steps"].as_array().unwrap().len(), 12);
+    let fast = json(&tokscope(&[
+        "agent",
+        "--steps",
+        "12",
+        "--output-tokens",
+        "800",
+        "--tok-s",
+        "300",
+        "--json",
+    ]));
+    assert!((fast["total_s"].as_f64().unwrap() - 32.0).abs() < 1e-9);
+    let out = tokscope(&["agent", "--steps", "12", "--output-tokens", "800", "--tok-s", "30"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("take 5 min 20 s"), "{text}");
+}
+
+#[test]
+fn agent_prefix_cache_off_prefills_the_whole_context() {
+    let run = |cache: &str| {
+        json(&tokscope(&[
+            "agent",
+            "--steps",
+            "3",
+            "--output-tokens",
+            "100",
+            "--reasoning-tokens",
+            "50",
+            "--prompt-tokens",
+            "1000",
+            "--tool-tokens",
+            "200",
+            "--prefill-tok-s",
+            "1000",
+            "--ttft-s",
+            "0.5",
+            "--tool-s",
+            "2",
+            "--tok-s",
+            "50",
+            "--prefix-cache",
+            cache,
+            "--json",
+        ]))
+    };
+    let (on, off) = (run("on"), run("off"));
+    assert!((on["total_s"].as_f64().unwrap() - 15.9).abs() < 1e-9, "{on}");
+    assert!((off["total_s"].as_f64().unwrap() - 18.4).abs() < 1e-9, "{off}");
+    assert_eq!(off["steps"][2]["prefill_tokens"], 1600);
+    assert_eq!(on["tool_s"], 4.0);
+}
+
+#[test]
+fn agent_bad_input_is_one_clear_line() {
+    assert_clean_error(
+        &tokscope(&["agent", "--steps", "0", "--output-tokens", "8", "--tok-s", "3"]),
+        "steps: must be between 1",
+    );
+    assert_clean_error(
+        &tokscope(&["agent", "--steps", "2", "--output-tokens", "8", "--tok-s", "-3"]),
+        "decode rate: must be more than zero",
+    );
+    assert_clean_error(
+        &tokscope(&["agent", "--steps", "2", "--output-tokens", "0", "--tok-s", "3"]),
+        "at least one token",
+    );
+}

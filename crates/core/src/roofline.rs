@@ -68,7 +68,8 @@ impl Default for Inputs {
 }
 
 /// Which roof sets the step time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Bound {
     Memory,
     Compute,
@@ -117,7 +118,7 @@ pub fn check(field: &'static str, value: f64, zero_ok: bool, max: f64, unit: &st
 }
 
 /// The step estimate: what is read, what is computed, and which roof binds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Estimate {
     pub weight_bytes: f64,
     /// KV bytes of the whole batch.
