@@ -1,9 +1,11 @@
 //! tokscope-web: the browser playground. The page (`bin/app.rs`, Leptos) and the engine's
-//! worker (`bin/worker.rs`) talk through [`protocol`]; [`params`] reads a run from the URL.
-//! Both modules are plain Rust, tested natively.
+//! worker (`bin/worker.rs`) talk through [`protocol`]; [`params`] reads each panel's settings
+//! from the URL and [`route`] which panel it shows. They are plain Rust, tested natively.
 
+pub mod chart;
 pub mod params;
 pub mod protocol;
+pub mod route;
 
 #[cfg(target_arch = "wasm32")]
 pub mod worker;

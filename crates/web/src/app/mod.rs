@@ -7,7 +7,7 @@ mod model_panel;
 mod run_panel;
 mod state;
 
-use crate::params::RunSettings;
+use crate::params::{RunSettings, Settings};
 use crate::protocol::{BackendChoice, ModelSource, ToWorker};
 use leptos::prelude::*;
 use state::State;

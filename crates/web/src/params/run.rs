@@ -1,7 +1,8 @@
-//! A run read from the page's URL (`?prompt=…&max_tokens=32&temperature=0&seed=1&chat=1&autorun=1`),
+//! The run panel's settings, read from the page's URL (`?prompt=…&max_tokens=32&temperature=0&seed=1&chat=1&autorun=1`),
 //! so a link reproduces it, and written back for "copy link". Values arrive already
 //! percent-decoded (the page uses `URLSearchParams`); bad ones are reported, not guessed.
 
+use super::{Settings, flag, number};
 use tokscope_core::sampling::SamplingParams;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -37,35 +38,11 @@ impl Default for RunSettings {
     }
 }
 
-fn flag(v: &str) -> Result<bool, String> {
-    match v {
-        "1" | "true" | "on" | "yes" | "" => Ok(true),
-        "0" | "false" | "off" | "no" => Ok(false),
-        _ => Err(format!("expected 1 or 0, got {v:?}")),
-    }
-}
-
-fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
-    v.trim().parse().map_err(|_| format!("{v:?} is not a valid number"))
-}
-
-impl RunSettings {
-    /// Settings from URL pairs, with one message per rejected parameter (those keep defaults).
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> (Self, Vec<String>) {
-        let mut s = Self::default();
-        let mut errors = Vec::new();
-        for (k, v) in pairs {
-            if let Err(e) = s.set(k, v) {
-                errors.push(format!("URL parameter {k}: {e}"));
-            }
-        }
-        (s, errors)
-    }
-
+impl Settings for RunSettings {
     /// Sets one parameter from text (a URL value or a form field). On error the settings are
     /// unchanged and the message says what is allowed. Unknown keys are ignored: other panels'
     /// parameters share the URL.
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+    fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
         let mut s = self.clone();
         match key {
             "prompt" => s.prompt = v.to_string(),
@@ -97,7 +74,7 @@ impl RunSettings {
     }
 
     /// The pairs that reproduce this run (values not yet percent-encoded).
-    pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+    fn to_pairs(&self) -> Vec<(&'static str, String)> {
         let mut p = vec![
             ("prompt", self.prompt.clone()),
             ("max_tokens", self.max_tokens.to_string()),
@@ -120,6 +97,7 @@ impl RunSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::Settings;
 
     #[test]
     fn reads_a_run() {

@@ -1,0 +1,206 @@
+//! Geometry of the log-log roofline chart, as plain numbers so it is tested natively: the
+//! bandwidth slope (attainable FLOP/s = bandwidth × intensity) up to the compute roof, the
+//! ridge point, and points for the estimate and the running model's measured decode and prefill.
+
+/// The SVG's drawing box (the page scales it to its width).
+pub const WIDTH: f64 = 480.0;
+pub const HEIGHT: f64 = 300.0;
+const LEFT: f64 = 56.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 36.0;
+
+/// A point in data units: intensity (FLOP/byte) and attainable or achieved FLOP/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DataPoint {
+    pub intensity: f64,
+    pub flop_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// The roof as an SVG `points` list.
+    pub roof: String,
+    pub ridge: Option<(f64, f64)>,
+    /// Each input point in pixels, in the order given (`None` where it was not positive).
+    pub points: Vec<Option<(f64, f64)>>,
+    pub x_ticks: Vec<(f64, String)>,
+    pub y_ticks: Vec<(f64, String)>,
+}
+
+/// A base-10 log axis from `10^lo` to `10^hi` onto pixels `a..b`.
+#[derive(Debug, Clone, Copy)]
+struct LogAxis {
+    lo: f64,
+    hi: f64,
+    a: f64,
+    b: f64,
+}
+
+impl LogAxis {
+    fn px(&self, v: f64) -> f64 {
+        self.a + (v.log10() - self.lo) / (self.hi - self.lo) * (self.b - self.a)
+    }
+
+    fn ticks(&self, label: fn(f64) -> String) -> Vec<(f64, String)> {
+        let step = ((self.hi - self.lo) / 6.0).ceil().max(1.0) as i32;
+        (self.lo as i32..=self.hi as i32)
+            .step_by(step as usize)
+            .map(|e| (self.px(10f64.powi(e)), label(10f64.powi(e))))
+            .collect()
+    }
+}
+
+fn decade_below(v: f64) -> f64 {
+    v.log10().floor()
+}
+
+fn decade_above(v: f64) -> f64 {
+    v.log10().ceil()
+}
+
+fn intensity_label(v: f64) -> String {
+    if v >= 1.0 { format!("{v:.0}") } else { format!("{v}") }
+}
+
+fn flops_label(v: f64) -> String {
+    tokscope_core::human::si(v, "FLOP/s").replace(".00", "")
+}
+
+/// Lays out the chart for a bandwidth (bytes/s), an optional peak (FLOP/s) and points.
+pub fn plot(bandwidth: f64, peak: Option<f64>, points: &[DataPoint]) -> Plot {
+    let valid = |p: &&DataPoint| p.intensity > 0.0 && p.flop_s > 0.0 && p.intensity.is_finite() && p.flop_s.is_finite();
+    let ridge = peak.map(|p| p / bandwidth);
+    let xs: Vec<f64> = points.iter().filter(valid).map(|p| p.intensity).chain(ridge).collect();
+    let x_lo = decade_below(xs.iter().cloned().fold(1.0, f64::min) / 3.0);
+    let x_hi = decade_above(xs.iter().cloned().fold(1.0, f64::max) * 10.0).max(x_lo + 1.0);
+    let roof_at = |i: f64| peak.map_or(bandwidth * i, |p| p.min(bandwidth * i));
+    let ys: Vec<f64> = points
+        .iter()
+        .filter(valid)
+        .map(|p| p.flop_s)
+        .chain([roof_at(10f64.powf(x_lo))])
+        .collect();
+    let y_lo = decade_below(ys.iter().cloned().fold(f64::MAX, f64::min) / 2.0);
+    let y_hi = decade_above(roof_at(10f64.powf(x_hi)) * 1.5).max(y_lo + 1.0);
+    let x = LogAxis {
+        lo: x_lo,
+        hi: x_hi,
+        a: LEFT,
+        b: WIDTH - RIGHT,
+    };
+    let y = LogAxis {
+        lo: y_lo,
+        hi: y_hi,
+        a: HEIGHT - BOTTOM,
+        b: TOP,
+    };
+    let mut corners = vec![10f64.powf(x_lo)];
+    corners.extend(ridge.filter(|r| r.log10() > x_lo && r.log10() < x_hi));
+    corners.push(10f64.powf(x_hi));
+    let roof = corners
+        .iter()
+        .map(|&i| format!("{:.1},{:.1}", x.px(i), y.px(roof_at(i))))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Plot {
+        roof,
+        ridge: ridge.map(|r| (x.px(r), y.px(roof_at(r)))),
+        points: points
+            .iter()
+            .map(|p| valid(&p).then(|| (x.px(p.intensity), y.px(p.flop_s))))
+            .collect(),
+        x_ticks: x.ticks(intensity_label),
+        y_ticks: y.ticks(flops_label),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(points: &str) -> Vec<(f64, f64)> {
+        points
+            .split(' ')
+            .map(|p| {
+                let (a, b) = p.split_once(',').unwrap();
+                (a.parse().unwrap(), b.parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_roof_rises_then_flattens_at_the_ridge() {
+        // 3350 GB/s, 989 TFLOP/s: ridge at 295 FLOP/byte; a decode point at intensity 1.
+        let p = plot(
+            3350e9,
+            Some(989e12),
+            &[DataPoint {
+                intensity: 1.0,
+                flop_s: 3350e9,
+            }],
+        );
+        let roof = parse(&p.roof);
+        assert_eq!(roof.len(), 3);
+        let (rx, ry) = p.ridge.unwrap();
+        assert!((roof[1].0 - rx).abs() < 0.06 && (roof[1].1 - ry).abs() < 0.06);
+        assert!(roof[0].1 > roof[1].1, "the slope rises (smaller y is higher)");
+        assert!((roof[2].1 - roof[1].1).abs() < 1e-9, "flat after the ridge");
+        // The decode point sits on the slope: same height as the roof at its intensity.
+        let (px, py) = p.points[0].unwrap();
+        let slope = (roof[1].1 - roof[0].1) / (roof[1].0 - roof[0].0);
+        let on_roof = roof[0].1 + slope * (px - roof[0].0);
+        assert!((py - on_roof).abs() < 0.2, "{py} vs {on_roof}");
+        // Everything inside the box.
+        for (x, y) in roof.iter().chain([(px, py)].iter()) {
+            assert!(
+                (LEFT..=WIDTH - RIGHT + 1e-9).contains(x) && (TOP - 1e-9..=HEIGHT - BOTTOM + 1e-9).contains(y),
+                "{x},{y}"
+            );
+        }
+        assert!(!p.x_ticks.is_empty() && !p.y_ticks.is_empty());
+    }
+
+    #[test]
+    fn without_a_peak_the_roof_is_one_slope_and_bad_points_are_dropped() {
+        let p = plot(
+            100e9,
+            None,
+            &[
+                DataPoint {
+                    intensity: 2.0,
+                    flop_s: 50e9,
+                },
+                DataPoint {
+                    intensity: f64::NAN,
+                    flop_s: 1.0,
+                },
+            ],
+        );
+        assert_eq!(parse(&p.roof).len(), 2);
+        assert_eq!(p.ridge, None);
+        assert!(p.points[0].is_some() && p.points[1].is_none());
+    }
+
+    #[test]
+    fn a_point_below_the_roof_plots_below_it() {
+        // Measured at 22 % of the bandwidth roof.
+        let p = plot(
+            20e9,
+            None,
+            &[
+                DataPoint {
+                    intensity: 3.0,
+                    flop_s: 0.22 * 20e9 * 3.0,
+                },
+                DataPoint {
+                    intensity: 3.0,
+                    flop_s: 20e9 * 3.0,
+                },
+            ],
+        );
+        let (a, b) = (p.points[0].unwrap(), p.points[1].unwrap());
+        assert_eq!(a.0, b.0);
+        assert!(a.1 > b.1 + 10.0);
+    }
+}
