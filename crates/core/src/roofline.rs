@@ -235,6 +235,18 @@ impl Estimate {
     }
 }
 
+/// Where a measured decode rate sits on the roofline chart: (intensity FLOP/byte, achieved
+/// FLOP/s). One token costs 2 FLOPs per parameter and reads `bytes_per_token`.
+pub fn decode_point(params: f64, bytes_per_token: f64, tok_s: f64) -> (f64, f64) {
+    (2.0 * params / bytes_per_token, 2.0 * params * tok_s)
+}
+
+/// Where a measured prefill sits: the prompt's `tokens` share one read of the weights, so its
+/// intensity is `tokens` times decode's (KV reads left out; small beside the weights here).
+pub fn prefill_point(params: f64, weight_bytes: f64, tokens: u64, tok_s: f64) -> (f64, f64) {
+    (2.0 * params * tokens as f64 / weight_bytes, 2.0 * params * tok_s)
+}
+
 /// Achieved bandwidth, bytes/s: the bytes one step reads ÷ the time it took (Databricks: "14 GB
 /// in 14 ms = 1 TB/s").
 pub fn achieved_bandwidth(bytes_per_token: f64, seconds_per_token: f64) -> f64 {
@@ -274,6 +286,16 @@ mod tests {
         assert!(close(achieved_bandwidth(14e9, 0.014), 1e12));
         let m = mbu(1.0 / 0.014, 14e9, 2e12).unwrap();
         assert!((m - 0.5).abs() < 1e-12, "{m}");
+    }
+
+    #[test]
+    fn measured_points() {
+        // 135M params, 85 MB per token, 100 tok/s: intensity 3.18, 27 GFLOP/s.
+        let (i, f) = decode_point(135e6, 85e6, 100.0);
+        assert!(close(i, 270e6 / 85e6) && close(f, 27e9));
+        // A 64-token prompt at 1000 tok/s: 64× the intensity.
+        let (pi, pf) = prefill_point(135e6, 85e6, 64, 1000.0);
+        assert!(close(pi, 64.0 * i) && close(pf, 270e9));
     }
 
     #[test]

@@ -115,9 +115,160 @@ pub fn plot(bandwidth: f64, peak: Option<f64>, points: &[DataPoint]) -> Plot {
     }
 }
 
+/// A phase of an agent step, for the timeline's colours and legend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Ttft,
+    Prefill,
+    Decode,
+    Tool,
+    /// The reference row: reading the visible text at people's pace.
+    Reading,
+}
+
+impl Phase {
+    pub fn class(self) -> &'static str {
+        match self {
+            Phase::Ttft => "ph-ttft",
+            Phase::Prefill => "ph-prefill",
+            Phase::Decode => "ph-decode",
+            Phase::Tool => "ph-tool",
+            Phase::Reading => "ph-reading",
+        }
+    }
+}
+
+/// One bar of the timeline, as a fraction of the longest row (`x`, `w` in 0..=1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    pub x: f64,
+    pub w: f64,
+    pub phase: Phase,
+}
+
+/// Steps drawn one by one up to this many; beyond, each phase is one bar (same totals).
+pub const MAX_DRAWN_STEPS: usize = 200;
+
+/// Lays out each agent run as a row of phase segments on one shared time scale (so the slower
+/// speed is visibly longer), plus an optional reading-pace row of `reading_s` seconds.
+pub fn timeline(runs: &[&tokscope_core::agent::AgentRun], reading_s: Option<f64>) -> Vec<Vec<Segment>> {
+    let longest = runs.iter().map(|r| r.total_s).chain(reading_s).fold(0.0, f64::max);
+    if longest <= 0.0 {
+        return runs.iter().map(|_| vec![]).collect();
+    }
+    let mut rows: Vec<Vec<Segment>> = runs
+        .iter()
+        .map(|r| {
+            let mut row = Vec::new();
+            let mut push = |start: f64, len: f64, phase| {
+                if len > 0.0 {
+                    row.push(Segment {
+                        x: start / longest,
+                        w: len / longest,
+                        phase,
+                    });
+                }
+            };
+            if r.steps.len() <= MAX_DRAWN_STEPS {
+                for s in &r.steps {
+                    let mut t = s.start_s;
+                    for (len, phase) in [
+                        (s.ttft_s, Phase::Ttft),
+                        (s.prefill_s, Phase::Prefill),
+                        (s.decode_s, Phase::Decode),
+                        (s.tool_s, Phase::Tool),
+                    ] {
+                        push(t, len, phase);
+                        t += len;
+                    }
+                }
+            } else {
+                let mut t = 0.0;
+                for (len, phase) in [
+                    (r.ttft_s, Phase::Ttft),
+                    (r.prefill_s, Phase::Prefill),
+                    (r.decode_s, Phase::Decode),
+                    (r.tool_s, Phase::Tool),
+                ] {
+                    push(t, len, phase);
+                    t += len;
+                }
+            }
+            row
+        })
+        .collect();
+    if let Some(s) = reading_s {
+        rows.push(vec![Segment {
+            x: 0.0,
+            w: s / longest,
+            phase: Phase::Reading,
+        }]);
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokscope_core::agent::AgentInputs;
+
+    #[test]
+    fn timeline_shares_one_scale_and_ends_where_the_run_ends() {
+        let slow = AgentInputs {
+            steps: 2,
+            output_tokens: 100,
+            tool_s: 1.0,
+            decode_tok_s: 10.0,
+            ..Default::default()
+        }
+        .simulate()
+        .unwrap();
+        let fast = AgentInputs {
+            decode_tok_s: 100.0,
+            ..AgentInputs {
+                steps: 2,
+                output_tokens: 100,
+                tool_s: 1.0,
+                ..Default::default()
+            }
+        }
+        .simulate()
+        .unwrap();
+        // slow: 10 + 1 + 10 = 21 s; fast: 1 + 1 + 1 = 3 s.
+        let rows = timeline(&[&slow, &fast], None);
+        let end = |row: &Vec<Segment>| row.last().map(|s| s.x + s.w).unwrap();
+        assert!((end(&rows[0]) - 1.0).abs() < 1e-12);
+        assert!((end(&rows[1]) - 3.0 / 21.0).abs() < 1e-12);
+        let phases: Vec<Phase> = rows[0].iter().map(|s| s.phase).collect();
+        assert_eq!(phases, [Phase::Decode, Phase::Tool, Phase::Decode]);
+        // A reading row longer than both becomes the scale.
+        let rows = timeline(&[&slow], Some(42.0));
+        assert!((end(&rows[0]) - 0.5).abs() < 1e-12);
+        assert_eq!(
+            rows[1],
+            [Segment {
+                x: 0.0,
+                w: 1.0,
+                phase: Phase::Reading
+            }]
+        );
+    }
+
+    #[test]
+    fn many_steps_collapse_to_one_bar_per_phase() {
+        let r = AgentInputs {
+            steps: 1000,
+            output_tokens: 10,
+            tool_s: 0.5,
+            ttft_s: 0.1,
+            ..Default::default()
+        }
+        .simulate()
+        .unwrap();
+        let rows = timeline(&[&r], None);
+        assert_eq!(rows[0].len(), 3);
+        assert!((rows[0].iter().map(|s| s.w).sum::<f64>() - 1.0).abs() < 1e-9);
+    }
 
     fn parse(points: &str) -> Vec<(f64, f64)> {
         points

@@ -68,8 +68,14 @@ pub struct ModelInfo {
     pub parameters: u64,
     pub file_bytes: u64,
     pub bytes_per_token: u64,
+    /// The weights' share of `bytes_per_token` (read once per step whatever the batch).
+    pub weight_bytes: u64,
     pub context: usize,
     pub layers: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    /// Bits per element of the engine's KV cache (its bytes per token grow with the context).
+    pub kv_bits: u32,
     pub backend: BackendInfo,
 }
 

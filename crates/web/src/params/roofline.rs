@@ -90,6 +90,23 @@ impl RooflineSettings {
         Ok(())
     }
 
+    /// Takes the loaded model's figures: its parameter count, the bits per weight its weight
+    /// bytes imply (scales included), its KV shape and the engine's KV precision.
+    pub fn use_loaded(&mut self, params: u64, weight_bytes: u64, kv_shape: (u32, u32, u32), kv_bits: u32) {
+        self.model_preset = LOADED.into();
+        self.params = params as f64;
+        self.bits = weight_bytes as f64 * 8.0 / params.max(1) as f64;
+        self.kv_shape = Some(kv_shape);
+        self.kv_bits = kv_bits as f64;
+    }
+
+    /// Takes this device's measured read bandwidth (no compute roof: the probe measures none).
+    pub fn use_measured(&mut self, gb_s: f64) {
+        self.device = MEASURED.into();
+        self.bandwidth_gb_s = gb_s;
+        self.tflops = None;
+    }
+
     /// Fills the device's peaks from a preset (or marks them the reader's own).
     pub fn pick_device(&mut self, id: &str) -> Result<(), String> {
         match id {
@@ -216,6 +233,21 @@ mod tests {
         assert!(errors[1].contains("bandwidth: must be more than zero"), "{errors:?}");
         assert!(errors[2].contains("batch"), "{errors:?}");
         assert_eq!(s, RooflineSettings::default());
+    }
+
+    #[test]
+    fn the_loaded_model_brings_its_own_bits() {
+        let mut s = RooflineSettings::default();
+        // SmolLM2-135M Q4_1-ish: 134.5M params in 84.06 MB.
+        s.use_loaded(134_515_008, 84_059_136, (30, 3, 64), 32);
+        assert_eq!(s.model_preset, LOADED);
+        assert!((s.bits - 84_059_136.0 * 8.0 / 134_515_008.0).abs() < 1e-12);
+        assert!(s.inputs().estimate().unwrap().weight_bytes - 84_059_136.0 < 1e-3);
+        // Editing the batch keeps it "loaded"; the model's figures stay.
+        s.set("batch", "4").unwrap();
+        assert_eq!(s.model_preset, LOADED);
+        s.use_measured(19.5);
+        assert_eq!((s.device.as_str(), s.bandwidth_gb_s, s.tflops), (MEASURED, 19.5, None));
     }
 
     #[test]

@@ -109,8 +109,12 @@ impl Worker {
             parameters,
             file_bytes,
             bytes_per_token: model.bytes_per_token(0),
+            weight_bytes: model.desc.weight_bytes_per_token(),
             context,
             layers: model.config.n_layers,
+            kv_heads: model.config.n_kv_heads,
+            head_dim: model.config.head_dim,
+            kv_bits: 32,
             backend,
         };
         post(&FromWorker::Ready(info.clone()));
