@@ -5,10 +5,10 @@
 /// The SVG's drawing box (the page scales it to its width).
 pub const WIDTH: f64 = 480.0;
 pub const HEIGHT: f64 = 300.0;
-const LEFT: f64 = 56.0;
-const RIGHT: f64 = 12.0;
-const TOP: f64 = 12.0;
-const BOTTOM: f64 = 36.0;
+pub const LEFT: f64 = 76.0;
+pub const RIGHT: f64 = 12.0;
+pub const TOP: f64 = 12.0;
+pub const BOTTOM: f64 = 36.0;
 
 /// A point in data units: intensity (FLOP/byte) and attainable or achieved FLOP/s.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,8 +63,13 @@ fn intensity_label(v: f64) -> String {
     if v >= 1.0 { format!("{v:.0}") } else { format!("{v}") }
 }
 
+/// A decade's label without trailing zeros: "100 GFLOP/s", not "100.0 GFLOP/s".
 fn flops_label(v: f64) -> String {
-    tokscope_core::human::si(v, "FLOP/s").replace(".00", "")
+    let s = tokscope_core::human::si(v, "FLOP/s");
+    match s.split_once(' ') {
+        Some((n, unit)) if n.contains('.') => format!("{} {unit}", n.trim_end_matches('0').trim_end_matches('.')),
+        _ => s,
+    }
 }
 
 /// Lays out the chart for a bandwidth (bytes/s), an optional peak (FLOP/s) and points.
@@ -310,6 +315,8 @@ mod tests {
             );
         }
         assert!(!p.x_ticks.is_empty() && !p.y_ticks.is_empty());
+        assert_eq!(flops_label(1e11), "100 GFLOP/s");
+        assert_eq!(flops_label(1e12), "1 TFLOP/s");
     }
 
     #[test]

@@ -79,6 +79,14 @@ pub struct ModelInfo {
     pub backend: BackendInfo,
 }
 
+/// This device's measured roofline (the bandwidth probe), for the roofline panel.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub read_gb_s: f64,
+    pub dispatch_us: f64,
+    pub round_trip_ms: f64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
     Download,

@@ -97,6 +97,24 @@ impl Browser {
         self.eval(&js).await.as_str().unwrap_or("").to_string()
     }
 
+    /// Types `value` into the input or select with this `data-testid` and fires `input` and
+    /// `change`, as a reader's edit would.
+    pub async fn set(&self, testid: &str, value: &str) {
+        let js = format!(
+            "const e = document.querySelector('[data-testid=\"{testid}\"]'); e.value = {}; \
+             e.dispatchEvent(new Event('input', {{bubbles: true}})); \
+             e.dispatchEvent(new Event('change', {{bubbles: true}})); return 0;",
+            serde_json::to_string(value).unwrap()
+        );
+        self.eval(&js).await;
+    }
+
+    /// The `value` of the input with this `data-testid`.
+    pub async fn value(&self, testid: &str) -> String {
+        let js = format!("const e = document.querySelector('[data-testid=\"{testid}\"]'); return e ? e.value : '';");
+        self.eval(&js).await.as_str().unwrap_or("").to_string()
+    }
+
     /// Polls `condition` (a JS expression) until true; on timeout, fails with the page's status
     /// and error lines, which say why.
     pub async fn wait_for(&self, condition: &str, timeout: Duration) -> Result<(), String> {

@@ -3,3 +3,4 @@
 
 pub mod browser;
 pub mod server;
+pub mod site;

@@ -2,14 +2,13 @@
 //! scripts/test.sh first), served by our static server, driven through chromedriver. WebGPU runs
 //! on SwiftShader where the machine has no GPU. Screenshots land in `target/e2e/`.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_core::model::Model;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::{self, Server};
+use tokscope_e2e::site::{MODEL, dist, root};
 
-const MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 const PROMPT: &str = "The capital of France is";
 const TOKENS: usize = 32;
 /// Loading and 32 tokens on SwiftShader or the wasm CPU engine, on 2 shared cores.
@@ -20,23 +19,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(match option_env!("E2E_QUICK")
 
 /// One browser at a time: the machines running this have two cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-fn root() -> PathBuf {
-    // Canonical: chromedriver refuses file paths with `..` in them.
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn dist() -> PathBuf {
-    let d = root().join("dist");
-    assert!(
-        d.join("index.html").is_file() && d.join(MODEL).is_file(),
-        "dist/ is not built: scripts/test.sh runs `trunk build --release` first"
-    );
-    d
-}
 
 fn serve() -> Server {
     server::start(&dist(), "127.0.0.1:0").expect("the static server starts")

@@ -1,26 +1,31 @@
 //! The playground page (Leptos, client-side rendered). The engine runs in a worker
 //! ([`link`]); the page renders [`state::State`] and sends what the reader asks for.
 
+mod agent_panel;
+mod field;
 mod link;
 mod meter;
 mod model_panel;
+mod roofline_panel;
 mod run_panel;
+mod share;
 mod state;
 
-use crate::params::{RunSettings, Settings};
+use crate::params::{AgentSettings, RooflineSettings, RunSettings, Settings};
 use crate::protocol::{BackendChoice, ModelSource, ToWorker};
+use crate::route::{Panel, Route};
 use leptos::prelude::*;
 use state::State;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 
 /// The model the page loads unless the URL names another (served beside the page).
 pub const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
-fn url_settings() -> (RunSettings, Vec<String>) {
-    let search = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
-    let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else {
-        return (RunSettings::default(), vec![]);
+/// Decoded pairs of a query string.
+fn query_pairs(query: &str) -> Vec<(String, String)> {
+    let Ok(params) = web_sys::UrlSearchParams::new_with_str(query) else {
+        return vec![];
     };
     let mut pairs = Vec::new();
     if let Ok(Some(iter)) = js_sys::try_iter(&params) {
@@ -31,7 +36,34 @@ fn url_settings() -> (RunSettings, Vec<String>) {
             }
         }
     }
-    RunSettings::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    pairs
+}
+
+/// Every panel's settings from the URL: the page's `?query` and then the fragment's (links
+/// and embeds put theirs after `#/panel?`), with one message per rejected value.
+fn url_settings(route: &Route) -> (RunSettings, RooflineSettings, AgentSettings, Vec<String>) {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let mut pairs = query_pairs(&search);
+    pairs.extend(query_pairs(&route.query));
+    let view = || pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let (run, mut errors) = RunSettings::from_pairs(view());
+    let (roofline, e) = RooflineSettings::from_pairs(view());
+    errors.extend(e);
+    let (agent, e) = AgentSettings::from_pairs(view());
+    errors.extend(e);
+    (run, roofline, agent, errors)
+}
+
+fn current_route() -> (Route, Option<String>) {
+    let hash = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .unwrap_or_default();
+    match Route::parse(&hash) {
+        Ok(r) => (r, None),
+        Err(e) => (Route::parse("").expect("the empty route"), Some(e)),
+    }
 }
 
 /// Loads a model from a URL (the default one, or the reader's), or from a picked `file`
@@ -48,19 +80,64 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
 
 pub fn start() {
     console_error_panic_hook::set_once();
-    let (settings, errors) = url_settings();
-    let state = State::new(settings);
+    let (route, route_error) = current_route();
+    let (run, roofline, agent, mut errors) = url_settings(&route);
+    errors.extend(route_error);
+    let state = State::new(run, roofline, agent);
     if !errors.is_empty() {
         state.notice.set(Some(errors.join("; ")));
     }
-    if let Err(e) = link::spawn(state) {
+    // The calculators need no model: their embeds start no engine and download nothing.
+    let engine = !route.embed || matches!(route.panel, Some(Panel::Run | Panel::Speed));
+    if engine && let Err(e) = link::spawn(state) {
         state.fail(e);
     }
+    // A link to another panel of this page (or an edited fragment) starts afresh from it.
+    let on_hash = Closure::<dyn FnMut()>::new(|| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.location().reload();
+        }
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.add_event_listener_with_callback("hashchange", on_hash.as_ref().unchecked_ref());
+    }
+    on_hash.forget();
     // Effects need the executor that mounting sets up, so they are made inside.
     leptos::mount::mount_to_body(move || {
-        start_effects(state);
-        view! { <App state/> }
+        if engine {
+            start_effects(state);
+        }
+        match (route.embed, route.panel) {
+            (true, Some(panel)) => {
+                if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
+                    body.class_list().add_1("embed").ok();
+                }
+                share::post_height(panel);
+                view! { <Embed state panel/> }.into_any()
+            }
+            (_, panel) => {
+                if let Some(p) = panel {
+                    scroll_to(p);
+                }
+                view! { <App state/> }.into_any()
+            }
+        }
     });
+}
+
+/// Scrolls the full page to a linked panel once it is drawn.
+fn scroll_to(panel: Panel) {
+    let cb = Closure::once_into_js(move || {
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(panel.slug()))
+        {
+            el.scroll_into_view();
+        }
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.request_animation_frame(cb.unchecked_ref());
+    }
 }
 
 fn start_effects(state: State) {
@@ -88,8 +165,22 @@ fn start_effects(state: State) {
     });
 }
 
+/// The messages every view shows: status, notices, errors.
 #[component]
-fn App(state: State) -> impl IntoView {
+fn Messages(state: State) -> impl IntoView {
+    view! {
+        <p class="status" role="status" aria-live="polite" data-testid="status">{move || state.status.get()}</p>
+        <Show when=move || state.notice.get().is_some()>
+            <p class="notice" data-testid="notice">{move || state.notice.get().unwrap_or_default()}</p>
+        </Show>
+        <Show when=move || state.error.get().is_some()>
+            <p class="error" role="alert" data-testid="error">{move || state.error.get().unwrap_or_default()}</p>
+        </Show>
+    }
+}
+
+#[component]
+fn Badge(state: State) -> impl IntoView {
     let badge = move || match state.model.get() {
         Some(m) => m.backend.label,
         None => "loading…".into(),
@@ -99,23 +190,46 @@ fn App(state: State) -> impl IntoView {
         Some(_) => "badge cpu",
         None => "badge",
     };
+    view! { <span class=badge_kind data-testid="backend" title="the engine that runs the model">{badge}</span> }
+}
+
+#[component]
+fn App(state: State) -> impl IntoView {
     view! {
         <header class="top">
             <h1>"tokscope"</h1>
             <p class="tagline">"A language model on your own device: watch why generation speed tracks memory bandwidth."</p>
-            <span class=badge_kind data-testid="backend" title="the engine that runs the model">{badge}</span>
+            <Badge state/>
         </header>
-        <p class="status" role="status" aria-live="polite" data-testid="status">{move || state.status.get()}</p>
-        <Show when=move || state.notice.get().is_some()>
-            <p class="notice" data-testid="notice">{move || state.notice.get().unwrap_or_default()}</p>
-        </Show>
-        <Show when=move || state.error.get().is_some()>
-            <p class="error" role="alert" data-testid="error">{move || state.error.get().unwrap_or_default()}</p>
-        </Show>
+        <Messages state/>
         <main class="grid">
             <run_panel::RunPanel state/>
             <meter::Meter state/>
             <model_panel::ModelPanel state/>
+            <roofline_panel::RooflinePanel state/>
+            <agent_panel::AgentPanel state/>
+        </main>
+    }
+}
+
+/// One panel alone, for an article's `<iframe>`: no header, a link to the whole playground.
+#[component]
+fn Embed(state: State, panel: Panel) -> impl IntoView {
+    let body = match panel {
+        Panel::Run => view! { <run_panel::RunPanel state/><meter::Meter state/> }.into_any(),
+        Panel::Roofline => view! { <roofline_panel::RooflinePanel state/> }.into_any(),
+        Panel::Agent => view! { <agent_panel::AgentPanel state/> }.into_any(),
+        Panel::Speed => {
+            view! { <p class="note" data-testid="speed-missing">"The speed check is not built yet."</p> }.into_any()
+        }
+    };
+    let engine = matches!(panel, Panel::Run | Panel::Speed);
+    view! {
+        <main class="embedded" data-testid=format!("embed-{}", panel.slug())>
+            <Show when=move || engine><Badge state/></Show>
+            <Show when=move || engine || state.notice.get().is_some()><Messages state/></Show>
+            {body}
+            <p class="credit"><a href="./" target="_blank" rel="noopener">"tokscope"</a>": measured on your own device"</p>
         </main>
     }
 }

@@ -1,10 +1,14 @@
 //! The run panel: prompt, chat or raw completion, sampling controls, Generate / Stop, and the
 //! streamed text (rendered as text, never as HTML).
 
+use super::field::Field;
 use super::link::send;
+use super::share::Share;
 use super::state::State;
 use crate::params::RunSettings;
+use crate::params::Settings;
 use crate::protocol::{GenerateRequest, ToWorker};
+use crate::route::Panel;
 use leptos::prelude::*;
 
 pub fn generate(state: State) {
@@ -25,48 +29,12 @@ pub fn generate(state: State) {
     );
 }
 
-/// A number input bound to one setting (validated by [`RunSettings::set`], as URL values
-/// are); an invalid entry shows its message and leaves the setting as it was.
-#[component]
-fn NumberField(
-    state: State,
-    label: &'static str,
-    key: &'static str,
-    step: &'static str,
-    get: fn(&RunSettings) -> String,
-) -> impl IntoView {
-    let invalid = RwSignal::new(None::<String>);
-    let on_change = move |ev: leptos::ev::Event| {
-        let v = event_target_value(&ev);
-        let mut s = state.settings.get_untracked();
-        match s.set(key, &v) {
-            Ok(()) => {
-                invalid.set(None);
-                state.settings.set(s);
-            }
-            Err(e) => invalid.set(Some(e)),
-        }
-    };
-    view! {
-        <label class="field" for=key>
-            <span>{label}</span>
-            <input id=key type="number" step=step inputmode="decimal" data-testid=key
-                prop:value=move || get(&state.settings.get())
-                aria-invalid=move || invalid.get().is_some().to_string()
-                on:change=on_change/>
-            <Show when=move || invalid.get().is_some()>
-                <small class="invalid">{move || invalid.get().unwrap_or_default()}</small>
-            </Show>
-        </label>
-    }
-}
-
 #[component]
 pub fn RunPanel(state: State) -> impl IntoView {
     let ready = move || state.model.get().is_some();
     let running = move || state.running.get();
     view! {
-        <section class="card run" aria-labelledby="run-h">
+        <section class="card run" id="run" aria-labelledby="run-h">
             <h2 id="run-h">"Run"</h2>
             <label for="prompt" class="sr-only">"Prompt"</label>
             <textarea id="prompt" rows="3" data-testid="prompt" placeholder="Type a prompt"
@@ -86,11 +54,11 @@ pub fn RunPanel(state: State) -> impl IntoView {
                 </label>
             </div>
             <div class="fields">
-                <NumberField state label="Temperature (0 = greedy)" key="temperature" step="0.1" get=|s| s.sampling.temperature.to_string()/>
-                <NumberField state label="Top-k (0 = off)" key="top_k" step="1" get=|s| s.sampling.top_k.to_string()/>
-                <NumberField state label="Top-p" key="top_p" step="0.05" get=|s| s.sampling.top_p.to_string()/>
-                <NumberField state label="Seed" key="seed" step="1" get=|s| s.sampling.seed.to_string()/>
-                <NumberField state label="Max tokens" key="max_tokens" step="1" get=|s| s.max_tokens.to_string()/>
+                <Field settings=state.settings label="Temperature (0 = greedy)" key="temperature" id="temperature" step="0.1" get=|s: &RunSettings| s.sampling.temperature.to_string()/>
+                <Field settings=state.settings label="Top-k (0 = off)" key="top_k" id="top_k" step="1" get=|s: &RunSettings| s.sampling.top_k.to_string()/>
+                <Field settings=state.settings label="Top-p" key="top_p" id="top_p" step="0.05" get=|s: &RunSettings| s.sampling.top_p.to_string()/>
+                <Field settings=state.settings label="Seed" key="seed" id="seed" step="1" get=|s: &RunSettings| s.sampling.seed.to_string()/>
+                <Field settings=state.settings label="Max tokens" key="max_tokens" id="max_tokens" step="1" get=|s: &RunSettings| s.max_tokens.to_string()/>
             </div>
             <div class="row buttons">
                 <button class="primary" data-testid="generate" disabled=move || !ready() || running()
@@ -100,6 +68,11 @@ pub fn RunPanel(state: State) -> impl IntoView {
             </div>
             <h3 class="sr-only">"Output"</h3>
             <pre class="output" data-testid="output" aria-live="off">{move || state.output.get()}</pre>
+            <Share panel=Panel::Run pairs=Signal::derive(move || {
+                let mut p = state.settings.with(|s| s.to_pairs());
+                p.push(("autorun", "1".into()));
+                p
+            })/>
         </section>
     }
 }

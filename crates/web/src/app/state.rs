@@ -1,7 +1,7 @@
 //! Everything the page shows, as signals, and how each worker message changes it.
 
-use crate::params::RunSettings;
-use crate::protocol::{CachedModel, FromWorker, ModelInfo, Phase, StopReason};
+use crate::params::{AgentSettings, RooflineSettings, RunSettings};
+use crate::protocol::{CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason};
 use leptos::prelude::*;
 use tokscope_core::meter::DecodeMeter;
 
@@ -39,6 +39,10 @@ pub struct State {
     pub phases_seen: RwSignal<String>,
     /// The URL asked for a run that has not started yet.
     pub autorun_pending: RwSignal<bool>,
+    pub roofline: RwSignal<RooflineSettings>,
+    pub agent: RwSignal<AgentSettings>,
+    /// This device's measured roofline, once the speed check has run.
+    pub probe: RwSignal<Option<ProbeReport>>,
 }
 
 pub fn page_now_s() -> f64 {
@@ -49,8 +53,11 @@ pub fn page_now_s() -> f64 {
 }
 
 impl State {
-    pub fn new(settings: RunSettings) -> Self {
+    pub fn new(settings: RunSettings, roofline: RooflineSettings, agent: AgentSettings) -> Self {
         Self {
+            roofline: RwSignal::new(roofline),
+            agent: RwSignal::new(agent),
+            probe: RwSignal::new(None),
             autorun_pending: RwSignal::new(settings.autorun),
             settings: RwSignal::new(settings),
             status: RwSignal::new("Starting the engine…".into()),

@@ -7,7 +7,9 @@ mod roofline;
 mod run;
 
 pub use agent::{AgentSettings, MAX_SPEEDS, PRESETS as AGENT_PRESETS, Speed};
-pub use roofline::RooflineSettings;
+pub use roofline::{
+    CUSTOM as ROOFLINE_CUSTOM, LOADED as ROOFLINE_LOADED, MEASURED as ROOFLINE_MEASURED, RooflineSettings,
+};
 pub use run::{MAX_TOKENS_LIMIT, RunSettings};
 
 /// One panel's settings.

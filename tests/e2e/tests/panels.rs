@@ -1,0 +1,251 @@
+//! The calculator panels in a real headless Chromium: the roofline and agent panels read their
+//! inputs from the URL, redraw on edits, keep their last valid state on bad input, round-trip
+//! through "copy link", and embed cross-origin in an article's `<iframe>` with their heights
+//! posted. Screenshots land in `target/e2e/`.
+
+use std::time::Duration;
+use tokio::sync::Mutex;
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::server::{self, Server};
+use tokscope_e2e::site::{dist, screenshot_path};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// One browser at a time: the machines running this have two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+fn serve() -> Server {
+    server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
+}
+
+fn present(testid: &str) -> String {
+    format!("document.querySelector('[data-testid=\"{testid}\"]') !== null")
+}
+
+fn text_is(testid: &str, text: &str) -> String {
+    format!("(document.querySelector('[data-testid=\"{testid}\"]') || {{}}).textContent === {text:?}")
+}
+
+#[tokio::test]
+async fn roofline_embed_reads_the_url_redraws_and_keeps_its_last_valid_state() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 900, 1000).await.unwrap();
+    b.client
+        .goto(&server.url("index.html#/embed/roofline?model_preset=llama-3.1-8b-16&bandwidth=1000"))
+        .await
+        .unwrap();
+    b.wait_for(&present("roof-tok-s"), WAIT).await.unwrap();
+    // DESIGN.md's worked example: 16.06 GB a token on 1 TB/s.
+    assert_eq!(b.text("roof-tok-s").await, "62.3");
+    assert_eq!(b.text("roof-bytes").await, "16.06 GB");
+    assert_eq!(b.text("roof-bound").await, "memory");
+    let chart0 = b
+        .eval("return document.querySelector('[data-testid=roof-chart]').dataset.roof;")
+        .await;
+
+    // 8-bit doubles the ceiling; the chart's point moves but the roof stays (same device).
+    b.set("roof-model", "llama-3.1-8b-8").await;
+    b.wait_for(&text_is("roof-tok-s", "124.5"), WAIT).await.unwrap();
+    b.set("roof-bandwidth", "2000").await;
+    b.wait_for(&text_is("roof-tok-s", "249.1"), WAIT).await.unwrap();
+    let chart1 = b
+        .eval("return document.querySelector('[data-testid=roof-chart]').dataset.roof;")
+        .await;
+    assert_ne!(chart0, chart1, "the roof did not redraw for a new bandwidth");
+
+    // Bad input: a message by the field, every figure and the chart as they were.
+    for bad in ["-5", "", "abc", "1e12"] {
+        b.set("roof-bandwidth", bad).await;
+        b.wait_for(
+            "document.querySelector('[data-testid=\"roof-bandwidth-error\"]').textContent.length > 0",
+            WAIT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(b.text("roof-tok-s").await, "249.1", "after {bad:?}");
+        let chart = b
+            .eval("return document.querySelector('[data-testid=roof-chart]').dataset.roof;")
+            .await;
+        assert_eq!(chart, chart1, "the chart changed after {bad:?}");
+    }
+    b.set("roof-bandwidth", "-5").await;
+    b.wait_for(
+        &text_is("roof-bandwidth-error", "bandwidth: must be more than zero, got -5"),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    b.set("roof-bandwidth", "3350").await;
+    b.wait_for(&text_is("roof-bandwidth-error", ""), WAIT).await.unwrap();
+
+    // A big batch on an H100 becomes compute-bound; the KV cache shows in the byte split.
+    b.set("roof-device", "h100-sxm").await;
+    b.set("roof-batch", "512").await;
+    b.wait_for(&text_is("roof-bound", "compute"), WAIT).await.unwrap();
+    b.set("roof-context", "4096").await;
+    b.wait_for(
+        "document.querySelector('[data-testid=roof-kv]').textContent.endsWith('GB')",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    // No engine for a calculator: nothing downloaded.
+    assert_eq!(server.log.count(".gguf"), 0, "requests: {:?}", server.log.all());
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.screenshot(&screenshot_path("embed-roofline.png")).await.unwrap();
+    b.close().await;
+}
+
+#[tokio::test]
+async fn agent_embed_shows_the_seeds_example_and_copy_link_round_trips() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 900, 1000).await.unwrap();
+    b.client
+        .goto(&server.url("index.html#/embed/agent?steps=12&tokens=800&speeds=30,300"))
+        .await
+        .unwrap();
+    b.wait_for(&present("agent-total-1"), WAIT).await.unwrap();
+    assert_eq!(b.text("agent-total-0").await, "5 min 20 s");
+    assert_eq!(b.text("agent-total-1").await, "32 s");
+    assert_eq!(
+        b.text("agent-sentence-0").await,
+        "At 30 tok/s, 12 steps of 800 tokens (9,600 in all) take 5 min 20 s, 100 % of it decoding."
+    );
+    // Rows: two speeds and the reading pace.
+    let rows = b
+        .eval("return document.querySelectorAll('[data-testid=agent-chart] g.row').length;")
+        .await;
+    assert_eq!(rows, 3);
+
+    // Edit, copy the link, open it: the same state.
+    b.set("agent-steps", "6").await;
+    b.set("agent-tool-s", "2.5").await;
+    b.set("agent-speeds", "30, 300, clover-h200").await;
+    b.wait_for(&present("agent-total-2"), WAIT).await.unwrap();
+    // 6 × 800 / 30 = 160 s, plus 5 tool calls of 2.5 s.
+    assert_eq!(b.text("agent-total-0").await, "2 min 53 s");
+    b.eval("document.querySelector('[data-testid=copy-link-agent]').click(); return 0;")
+        .await;
+    b.wait_for(&present("shared-agent"), WAIT).await.unwrap();
+    let link = b.value("shared-agent").await;
+    assert!(link.contains("#/agent?") && link.contains("steps=6"), "{link}");
+    b.client.goto("about:blank").await.unwrap();
+    b.client.goto(&link).await.unwrap();
+    b.wait_for(&present("agent-total-2"), WAIT).await.unwrap();
+    assert_eq!(b.value("agent-steps").await, "6");
+    assert_eq!(b.value("agent-tool-s").await, "2.5");
+    assert_eq!(b.text("agent-total-0").await, "2 min 53 s");
+    assert_eq!(b.text("agent-speed-2").await, "Clover 35B on H200 (claim)");
+    // The embed code names the panel's own embed route with the same state.
+    b.eval("document.querySelector('[data-testid=copy-embed-agent]').click(); return 0;")
+        .await;
+    b.wait_for(
+        "document.querySelector('[data-testid=shared-agent]').value.startsWith('<iframe')",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let code = b.value("shared-agent").await;
+    assert!(code.contains("#/embed/agent?") && code.contains("steps=6"), "{code}");
+
+    // Bad input is named and changes nothing.
+    b.set("agent-steps", "0").await;
+    b.wait_for(
+        &text_is("agent-steps-error", "steps: must be between 1 and 100000, got 0"),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(b.text("agent-total-0").await, "2 min 53 s");
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.screenshot(&screenshot_path("agent-full-page.png")).await.unwrap();
+    b.close().await;
+}
+
+#[tokio::test]
+async fn the_example_article_embeds_two_panels_cross_origin_and_sizes_them() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let app = serve();
+    let article = serve(); // another port: another origin
+    let b = Browser::launch(true, 900, 1000).await.unwrap();
+    let url = article.url(&format!("embed-example.html?app={}", app.url("")));
+    b.client.goto(&url).await.unwrap();
+    b.wait_for(
+        "window.__heights && window.__heights.agent > 100 && window.__heights.roofline > 100",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let heights = b
+        .eval("return [...document.querySelectorAll('iframe')].map(f => parseInt(f.style.height));")
+        .await;
+    let h: Vec<i64> = serde_json::from_value(heights).unwrap();
+    assert!(h.iter().all(|&x| x > 100), "iframe heights {h:?}");
+    // The panels came from the app's origin, not the article's.
+    assert!(
+        app.log.count("index.html") + app.log.count("/") >= 2,
+        "app requests: {:?}",
+        app.log.all()
+    );
+    assert_eq!(
+        article.log.count("tokscope-app"),
+        0,
+        "article requests: {:?}",
+        article.log.all()
+    );
+    // Inside the agent frame: the figures of its URL.
+    b.client.enter_frame(1).await.unwrap();
+    b.wait_for(&present("agent-total-1"), WAIT).await.unwrap();
+    assert_eq!(b.text("agent-total-0").await, "5 min 20 s");
+    b.client.enter_parent_frame().await.unwrap();
+    b.screenshot(&screenshot_path("embed-example.png")).await.unwrap();
+    b.close().await;
+}
+
+/// The full page with a model running: the roofline panel takes the loaded model's figures and
+/// plots the measured decode and prefill points with their MBU; the agent panel can use the
+/// measured rate.
+#[tokio::test]
+async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(false, 1280, 1000).await.unwrap();
+    b.client
+        .goto(&server.url(
+            "index.html?backend=cpu&prompt=Hello&max_tokens=16&temperature=0&autorun=1\
+             #/roofline?model_preset=loaded&bandwidth=20&speeds=30,measured,ceiling",
+        ))
+        .await
+        .unwrap();
+    let done = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+    b.wait_for(done, Duration::from_secs(240)).await.unwrap();
+    b.wait_for(
+        "document.querySelector('[data-testid=roof-mbu]').textContent.includes('%')",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(b.value("roof-model").await, "loaded");
+    // SmolLM2-135M: its own parameter count, not the Llama preset's.
+    assert!(
+        b.value("roof-params").await.ends_with('M'),
+        "{}",
+        b.value("roof-params").await
+    );
+    let points = b
+        .eval("return ['pt-estimate','pt-decode','pt-prefill'].map(c => document.querySelectorAll('[data-testid=roof-chart] .' + c + ' circle').length);")
+        .await;
+    assert_eq!(points, serde_json::json!([1, 1, 1]));
+    // MBU = measured tok/s × bytes per token ÷ 20 GB/s: some percent, finite.
+    let mbu = b.text("roof-mbu").await;
+    let pct: f64 = mbu.split(' ').next().unwrap().parse().unwrap();
+    assert!(pct > 0.0 && pct < 1000.0, "{mbu}");
+    // The agent panel's measured column has a time, not a "not measured" note.
+    assert!(b.text("agent-total-1").await.ends_with(" s") || b.text("agent-total-1").await.contains("min"));
+    assert_eq!(b.text("agent-speed-2").await, "roofline ceiling");
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.screenshot(&screenshot_path("roofline-measured.png")).await.unwrap();
+    b.close().await;
+}
