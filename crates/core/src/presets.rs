@@ -138,6 +138,20 @@ pub fn device(id: &str) -> Option<&'static DevicePreset> {
     DEVICES.iter().find(|d| d.id == id)
 }
 
+/// The device presets just below and just above a measured bandwidth: where this device sits
+/// (a measured figure beside quoted peaks, which real code reaches 60–90 % of).
+pub fn neighbours(gb_s: f64) -> (Option<&'static DevicePreset>, Option<&'static DevicePreset>) {
+    let below = DEVICES
+        .iter()
+        .filter(|d| d.bandwidth_gb_s <= gb_s)
+        .max_by(|a, b| a.bandwidth_gb_s.total_cmp(&b.bandwidth_gb_s));
+    let above = DEVICES
+        .iter()
+        .filter(|d| d.bandwidth_gb_s > gb_s)
+        .min_by(|a, b| a.bandwidth_gb_s.total_cmp(&b.bandwidth_gb_s));
+    (below, above)
+}
+
 /// A model's shape, enough for the roofline: active parameters, precision and KV cache.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelPreset {
@@ -271,6 +285,17 @@ mod tests {
                 .iter()
                 .all(|m| m.active_params <= m.total_params && !m.source.is_empty())
         );
+    }
+
+    #[test]
+    fn neighbours_bracket_a_measurement() {
+        let (below, above) = neighbours(75.0);
+        assert_eq!(below.unwrap().bandwidth_gb_s, 68.0);
+        assert_eq!(above.unwrap().id, "m2");
+        let (below, above) = neighbours(7.0);
+        assert!(below.is_none());
+        assert_eq!(above.unwrap().id, "a17-pro");
+        assert!(neighbours(9000.0).1.is_none());
     }
 
     #[test]

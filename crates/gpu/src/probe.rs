@@ -26,9 +26,30 @@ pub fn probe_bytes(ctx: &GpuContext) -> u64 {
     (256u64 << 20).min(limit / 2) / 16 * 16
 }
 
+/// Runs the probe natively, blocking on the device.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn run(ctx: &GpuContext, runs: usize) -> Result<ProbeResult, crate::GpuError> {
-    use std::time::Instant;
+    let start = std::time::Instant::now();
+    pollster::block_on(run_async(ctx, runs, &|| start.elapsed().as_secs_f64()))
+}
+
+/// Waits until the GPU has finished everything submitted so far. In the browser the event loop
+/// resolves it; natively the device is polled here.
+async fn submitted_work_done(ctx: &GpuContext) -> Result<(), crate::GpuError> {
+    let (tx, rx) = futures_channel::oneshot::channel();
+    ctx.queue.on_submitted_work_done(move || {
+        let _ = tx.send(());
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| crate::GpuError::Readback(e.to_string()))?;
+    rx.await.map_err(|e| crate::GpuError::Readback(e.to_string()))
+}
+
+/// The probe on any target; `now` is a clock in seconds (`Instant` natively,
+/// `performance.now()` in a worker), since the timing is submit → done as the caller sees it.
+pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> Result<ProbeResult, crate::GpuError> {
     use tokscope_core::stats::median;
     let dev = &ctx.device;
     let module = ctx.shader("probe.wgsl", SHADER);
@@ -68,12 +89,15 @@ pub fn run(ctx: &GpuContext, runs: usize) -> Result<ProbeResult, crate::GpuError
     };
     let (stream_bind, tiny_bind) = (bind(&stream, true), bind(&tiny, false));
     let groups = (bytes / 16 / 256).clamp(1, 4096) as u32;
-    let wait = || {
-        dev.poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| crate::GpuError::Readback(e.to_string()))
-    };
-    // Times one submit of a pass holding `n` dispatches of `p`, waiting for completion.
-    let timed = |p: &wgpu::ComputePipeline, b: &wgpu::BindGroup, n: u32, groups: u32| -> Result<f64, crate::GpuError> {
+    let staging = crate::readback::Staging::new(ctx, 4);
+    // Times one submit of a pass holding `n` dispatches of `p` (then a 4-byte read-back when
+    // `read`), waiting for completion.
+    let timed = async |p: &wgpu::ComputePipeline,
+                       b: &wgpu::BindGroup,
+                       n: u32,
+                       groups: u32,
+                       read: bool|
+           -> Result<f64, crate::GpuError> {
         let mut enc = dev.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
@@ -83,31 +107,38 @@ pub fn run(ctx: &GpuContext, runs: usize) -> Result<ProbeResult, crate::GpuError
                 pass.dispatch_workgroups(groups, 1, 1);
             }
         }
-        let start = Instant::now();
+        if read {
+            staging.copy_from(&mut enc, &sink, 4);
+        }
+        let start = now();
         ctx.queue.submit([enc.finish()]);
-        wait()?;
-        Ok(start.elapsed().as_secs_f64())
+        let mut out = Vec::new();
+        match read {
+            #[cfg(not(target_arch = "wasm32"))]
+            true => staging.read(ctx, 4, &mut out)?,
+            #[cfg(target_arch = "wasm32")]
+            true => staging.read_async(4, &mut out).await?,
+            false => submitted_work_done(ctx).await?,
+        }
+        Ok(now() - start)
     };
-    timed(&stream, &stream_bind, 1, groups)?; // warm-up: first use, shader compilation
+    timed(&stream, &stream_bind, 1, groups, false).await?; // warm-up: first use, shader compilation
     let runs = runs.max(5);
     let mut gb_s = Vec::with_capacity(runs);
     for _ in 0..runs {
-        gb_s.push(bytes as f64 / timed(&stream, &stream_bind, 1, groups)? / 1e9);
+        gb_s.push(bytes as f64 / timed(&stream, &stream_bind, 1, groups, false).await? / 1e9);
     }
     const MANY: u32 = 200;
-    timed(&tiny, &tiny_bind, MANY, 1)?;
+    timed(&tiny, &tiny_bind, MANY, 1, false).await?;
     let (mut one, mut many) = (vec![], vec![]);
     for _ in 0..runs {
-        one.push(timed(&tiny, &tiny_bind, 1, 1)?);
-        many.push(timed(&tiny, &tiny_bind, MANY, 1)?);
+        one.push(timed(&tiny, &tiny_bind, 1, 1, false).await?);
+        many.push(timed(&tiny, &tiny_bind, MANY, 1, false).await?);
     }
     let dispatch_us = ((median(&many) - median(&one)) / (MANY - 1) as f64 * 1e6).max(0.0);
     let mut trips = vec![];
     for _ in 0..runs {
-        let start = Instant::now();
-        timed(&tiny, &tiny_bind, 1, 1)?;
-        crate::readback::read_f32(ctx, &sink, 1)?;
-        trips.push(start.elapsed().as_secs_f64() * 1e3);
+        trips.push(timed(&tiny, &tiny_bind, 1, 1, true).await? * 1e3);
     }
     Ok(ProbeResult {
         bytes,

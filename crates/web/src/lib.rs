@@ -6,6 +6,7 @@ pub mod chart;
 pub mod params;
 pub mod protocol;
 pub mod route;
+pub mod speed;
 
 #[cfg(target_arch = "wasm32")]
 pub mod worker;

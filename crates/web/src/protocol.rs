@@ -28,6 +28,9 @@ pub struct GenerateRequest {
     pub chat: bool,
     pub sampling: SamplingParams,
     pub max_tokens: usize,
+    /// Keep decoding past end-of-text (the speed check's fixed-length decode).
+    #[serde(default)]
+    pub ignore_eos: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +40,8 @@ pub enum ToWorker {
         backend: BackendChoice,
     },
     Generate(GenerateRequest),
+    /// Runs the bandwidth probe on the engine's GPU (answered with [`FromWorker::Probe`]).
+    Probe,
     /// Stop generating after the token in flight.
     Stop,
     /// Lists what the model cache holds (answered with [`FromWorker::Cache`]).
@@ -154,6 +159,8 @@ pub enum FromWorker {
     },
     /// Recovered after a lost device.
     Recovered(ModelInfo),
+    /// The bandwidth probe's figures.
+    Probe(ProbeReport),
     Error {
         message: String,
     },
@@ -187,6 +194,7 @@ mod tests {
             chat: true,
             sampling: SamplingParams::default(),
             max_tokens: 32,
+            ignore_eos: false,
         });
         assert_eq!(parse::<ToWorker>(&m.to_json()).unwrap(), m);
         let f = FromWorker::Progress {

@@ -27,3 +27,26 @@ pub fn dist() -> PathBuf {
 pub fn screenshot_path(name: &str) -> PathBuf {
     root().join("target/e2e").join(name)
 }
+
+/// Chromium's own SwiftShader Vulkan driver (Debian's chromium package ships it): the native CLI
+/// on the same driver as the page's WebGPU.
+pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+/// Runs the `tokscope` CLI (release build, through cargo) and returns its stdout; `icd` picks
+/// the Vulkan driver for `--backend gpu`, `probe` and `bench`.
+pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.current_dir(root())
+        .args(["run", "--release", "--quiet", "--locked", "-p", "tokscope-cli", "--"])
+        .args(args);
+    if let Some(icd) = icd {
+        cmd.env("VK_ICD_FILENAMES", icd);
+    }
+    let out = cmd.output().expect("cargo runs the CLI");
+    assert!(
+        out.status.success(),
+        "tokscope {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

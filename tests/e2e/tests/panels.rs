@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::{self, Server};
-use tokscope_e2e::site::{dist, screenshot_path};
+use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, dist, screenshot_path, tokscope};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -247,5 +247,105 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     assert_eq!(b.text("agent-speed-2").await, "roofline ceiling");
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.screenshot(&screenshot_path("roofline-measured.png")).await.unwrap();
+    b.close().await;
+}
+
+fn json_field(json: &str, field: &str) -> f64 {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v[field].as_f64().unwrap_or_else(|| panic!("{field} in {json}"))
+}
+
+/// The speed check on the page's WebGPU (SwiftShader here): its card agrees with `tokscope
+/// probe` and `tokscope bench --backend gpu` on the same driver within 2×, copies as Markdown,
+/// and its share link shows the same card.
+#[tokio::test]
+async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 1280, 1000).await.unwrap();
+    b.client.goto(&server.url("index.html#/embed/speed")).await.unwrap();
+    b.wait_for(
+        "!document.querySelector('[data-testid=speed-run]').disabled",
+        Duration::from_secs(240),
+    )
+    .await
+    .unwrap();
+    b.eval("document.querySelector('[data-testid=speed-run]').click(); return 0;")
+        .await;
+    b.wait_for(&present("speed-card"), Duration::from_secs(400))
+        .await
+        .unwrap();
+    let adapter = b.text("speed-adapter").await;
+    let num = |s: String| s.trim().parse::<f64>().unwrap_or(f64::NAN);
+    let (gb_s, tok_s) = (num(b.text("speed-gbs").await), num(b.text("speed-tok-s").await));
+    println!(
+        "page speed check on {adapter}: {gb_s} GB/s, {tok_s} tok/s, MBU {}, dispatch {} µs, round trip {} ms",
+        b.text("speed-mbu").await,
+        b.text("speed-dispatch").await,
+        b.text("speed-round-trip").await
+    );
+    assert!(adapter.starts_with("WebGPU"), "{adapter}");
+    assert!(b.text("speed-mbu").await.ends_with('%'));
+    assert!(!b.text("speed-placement").await.is_empty());
+    let icd = adapter
+        .to_lowercase()
+        .contains("swiftshader")
+        .then_some(SWIFTSHADER_ICD);
+    let probe = tokscope(&["probe", "--json"], icd);
+    let model = format!("public/{MODEL}");
+    let bench = tokscope(
+        &[
+            "bench",
+            "--model",
+            &model,
+            "--backend",
+            "gpu",
+            "--tokens",
+            "32",
+            "--runs",
+            "3",
+            "--prompt-tokens",
+            "16",
+            "--json",
+        ],
+        icd,
+    );
+    let (native_gb_s, native_tok_s) = (json_field(&probe, "read_gb_s"), json_field(&bench, "decode_tok_s"));
+    println!("native on the same driver: {native_gb_s:.2} GB/s, {native_tok_s:.2} tok/s");
+    for (what, page, native) in [("GB/s", gb_s, native_gb_s), ("tok/s", tok_s, native_tok_s)] {
+        let ratio = page / native;
+        assert!(
+            (0.5..=2.0).contains(&ratio),
+            "{what}: page {page} vs native {native} (ratio {ratio:.2})"
+        );
+    }
+    b.eval("document.querySelector('[data-testid=speed-copy-markdown]').click(); return 0;")
+        .await;
+    b.wait_for(&present("speed-markdown"), WAIT).await.unwrap();
+    let md = b.value("speed-markdown").await;
+    assert!(
+        md.contains("| Read bandwidth (probe) |") && md.contains(&adapter),
+        "{md}"
+    );
+    b.screenshot(&screenshot_path("speed-check.png")).await.unwrap();
+    b.eval("document.querySelector('[data-testid=copy-link-speed]').click(); return 0;")
+        .await;
+    b.wait_for(&present("shared-speed"), WAIT).await.unwrap();
+    let link = b.value("shared-speed").await;
+    assert_eq!(
+        b.page_errors()
+            .await
+            .iter()
+            .filter(|e| !e.contains("Clipboard"))
+            .count(),
+        0,
+        "{:?}",
+        b.page_errors().await
+    );
+    b.client.goto("about:blank").await.unwrap();
+    b.client.goto(&link).await.unwrap();
+    b.wait_for(&present("speed-shared"), WAIT).await.unwrap();
+    assert_eq!(b.text("speed-adapter").await, adapter);
+    assert_eq!(num(b.text("speed-gbs").await), gb_s);
     b.close().await;
 }

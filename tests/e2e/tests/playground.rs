@@ -7,7 +7,7 @@ use tokio::sync::Mutex;
 use tokscope_core::model::Model;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::{self, Server};
-use tokscope_e2e::site::{MODEL, dist, root};
+use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, dist, root, tokscope};
 
 const PROMPT: &str = "The capital of France is";
 const TOKENS: usize = 32;
@@ -24,40 +24,26 @@ fn serve() -> Server {
     server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
 }
 
-/// Chromium's own SwiftShader Vulkan driver (Debian's chromium package ships it): the native CLI
-/// on the same driver as the page's WebGPU.
-const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
-
 /// What `tokscope generate` prints for the same greedy run (stdout, trailing newline dropped).
 /// `gpu`: `--backend gpu`, on the Vulkan ICD `icd` when given.
 fn cli_greedy_text(gpu: bool, icd: Option<&str>) -> String {
-    let mut cmd = std::process::Command::new(env!("CARGO"));
-    cmd.current_dir(root())
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "--locked",
-            "-p",
-            "tokscope-cli",
-            "--",
-            "generate",
-        ])
-        .args(["--model", &format!("public/{MODEL}"), "--prompt", PROMPT])
-        .args(["--max-tokens", &TOKENS.to_string(), "--temperature", "0"]);
+    let model = format!("public/{MODEL}");
+    let tokens = TOKENS.to_string();
+    let mut args = vec![
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        PROMPT,
+        "--max-tokens",
+        &tokens,
+        "--temperature",
+        "0",
+    ];
     if gpu {
-        cmd.args(["--backend", "gpu"]);
+        args.extend(["--backend", "gpu"]);
     }
-    if let Some(icd) = icd {
-        cmd.env("VK_ICD_FILENAMES", icd);
-    }
-    let out = cmd.output().expect("cargo runs the CLI");
-    assert!(
-        out.status.success(),
-        "CLI failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = tokscope(&args, icd);
     text.strip_suffix('\n').unwrap_or(&text).to_string()
 }
 

@@ -9,11 +9,13 @@ mod model_panel;
 mod roofline_panel;
 mod run_panel;
 mod share;
+mod speed_panel;
 mod state;
 
 use crate::params::{AgentSettings, RooflineSettings, RunSettings, Settings};
 use crate::protocol::{BackendChoice, ModelSource, ToWorker};
 use crate::route::{Panel, Route};
+use crate::speed::SpeedResult;
 use leptos::prelude::*;
 use state::State;
 use wasm_bindgen::JsCast;
@@ -84,6 +86,11 @@ pub fn start() {
     let (run, roofline, agent, mut errors) = url_settings(&route);
     errors.extend(route_error);
     let state = State::new(run, roofline, agent);
+    // A shared speed-check result (`#/speed?tok_s=…`) shows as its card.
+    let shared = (route.panel == Some(Panel::Speed))
+        .then(|| SpeedResult::from_pairs(query_pairs(&route.query).iter().map(|(k, v)| (k.as_str(), v.as_str()))))
+        .filter(|(r, errors)| errors.is_empty() && r.tok_s > 0.0)
+        .map(|(r, _)| r);
     if !errors.is_empty() {
         state.notice.set(Some(errors.join("; ")));
     }
@@ -113,13 +120,13 @@ pub fn start() {
                     body.class_list().add_1("embed").ok();
                 }
                 share::post_height(panel);
-                view! { <Embed state panel/> }.into_any()
+                view! { <Embed state panel shared=shared.clone()/> }.into_any()
             }
             (_, panel) => {
                 if let Some(p) = panel {
                     scroll_to(p);
                 }
-                view! { <App state/> }.into_any()
+                view! { <App state shared=shared.clone()/> }.into_any()
             }
         }
     });
@@ -194,7 +201,7 @@ fn Badge(state: State) -> impl IntoView {
 }
 
 #[component]
-fn App(state: State) -> impl IntoView {
+fn App(state: State, shared: Option<SpeedResult>) -> impl IntoView {
     view! {
         <header class="top">
             <h1>"tokscope"</h1>
@@ -206,6 +213,7 @@ fn App(state: State) -> impl IntoView {
             <run_panel::RunPanel state/>
             <meter::Meter state/>
             <model_panel::ModelPanel state/>
+            <speed_panel::SpeedPanel state shared=shared.clone()/>
             <roofline_panel::RooflinePanel state/>
             <agent_panel::AgentPanel state/>
         </main>
@@ -214,14 +222,12 @@ fn App(state: State) -> impl IntoView {
 
 /// One panel alone, for an article's `<iframe>`: no header, a link to the whole playground.
 #[component]
-fn Embed(state: State, panel: Panel) -> impl IntoView {
+fn Embed(state: State, panel: Panel, shared: Option<SpeedResult>) -> impl IntoView {
     let body = match panel {
         Panel::Run => view! { <run_panel::RunPanel state/><meter::Meter state/> }.into_any(),
         Panel::Roofline => view! { <roofline_panel::RooflinePanel state/> }.into_any(),
         Panel::Agent => view! { <agent_panel::AgentPanel state/> }.into_any(),
-        Panel::Speed => {
-            view! { <p class="note" data-testid="speed-missing">"The speed check is not built yet."</p> }.into_any()
-        }
+        Panel::Speed => view! { <speed_panel::SpeedPanel state shared/><meter::Meter state/> }.into_any(),
     };
     let engine = matches!(panel, Panel::Run | Panel::Speed);
     view! {

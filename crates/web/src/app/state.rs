@@ -1,5 +1,6 @@
 //! Everything the page shows, as signals, and how each worker message changes it.
 
+use super::speed_panel::Stage;
 use crate::params::{AgentSettings, RooflineSettings, RunSettings};
 use crate::protocol::{CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason};
 use leptos::prelude::*;
@@ -43,6 +44,7 @@ pub struct State {
     pub agent: RwSignal<AgentSettings>,
     /// This device's measured roofline, once the speed check has run.
     pub probe: RwSignal<Option<ProbeReport>>,
+    pub speed: RwSignal<super::speed_panel::Stage>,
 }
 
 pub fn page_now_s() -> f64 {
@@ -58,6 +60,7 @@ impl State {
             roofline: RwSignal::new(roofline),
             agent: RwSignal::new(agent),
             probe: RwSignal::new(None),
+            speed: RwSignal::new(super::speed_panel::Stage::Idle),
             autorun_pending: RwSignal::new(settings.autorun),
             settings: RwSignal::new(settings),
             status: RwSignal::new("Starting the engine…".into()),
@@ -159,6 +162,9 @@ impl State {
                     StopReason::ContextFull => "the context is full",
                 };
                 self.status.set(format!("Done: {generated} tokens ({why})."));
+                if self.speed.get_untracked() == Stage::Decoding {
+                    self.speed.set(super::speed_panel::result(*self));
+                }
             }
             FromWorker::Cache { entries, note } => {
                 self.cache.set(entries);
@@ -180,7 +186,18 @@ impl State {
                 self.status.set(format!("Ready again on {}.", info.backend.label));
                 self.model.set(Some(info));
             }
-            FromWorker::Error { message } => self.fail(message),
+            FromWorker::Probe(report) => {
+                self.probe.set(Some(report));
+                if self.speed.get_untracked() == Stage::Probing {
+                    super::speed_panel::decode(*self);
+                }
+            }
+            FromWorker::Error { message } => {
+                if matches!(self.speed.get_untracked(), Stage::Probing | Stage::Decoding) {
+                    self.speed.set(Stage::Failed(message.clone()));
+                }
+                self.fail(message)
+            }
         }
     }
 

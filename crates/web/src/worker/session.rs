@@ -7,7 +7,8 @@ use super::cache;
 use super::fetch::{self, Progress};
 use super::js::{describe, now_s, post, yield_now};
 use crate::protocol::{
-    BackendChoice, BackendInfo, FromWorker, GenerateRequest, ModelInfo, ModelSource, Phase, StopReason, ToWorker,
+    BackendChoice, BackendInfo, FromWorker, GenerateRequest, ModelInfo, ModelSource, Phase, ProbeReport, StopReason,
+    ToWorker,
 };
 use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
@@ -61,6 +62,7 @@ impl Worker {
                 Err(e) => Err(e),
             },
             Job::Message(ToWorker::LoseDevice, _) => self.lose_device(),
+            Job::Message(ToWorker::Probe, _) => self.probe().await,
             Job::Message(ToWorker::Stop, _) => Ok(()),
             Job::DeviceLost { generation, message } if generation == self.generation => self.recover(message).await,
             Job::DeviceLost { .. } => Ok(()),
@@ -196,6 +198,24 @@ impl Worker {
         ))
     }
 
+    async fn probe(&mut self) -> Result<(), String> {
+        match self.loaded.as_ref().map(|l| &l.runner) {
+            Some(Runner::Gpu(e)) => {
+                let r = tokscope_gpu::probe::run_async(&e.ctx, 7, &now_s)
+                    .await
+                    .map_err(|e| format!("the bandwidth probe failed: {e}"))?;
+                post(&FromWorker::Probe(ProbeReport {
+                    read_gb_s: r.read_gb_s,
+                    dispatch_us: r.dispatch_us,
+                    round_trip_ms: r.round_trip_ms,
+                }));
+                Ok(())
+            }
+            Some(_) => Err("the bandwidth probe needs WebGPU; this page runs the CPU engine".into()),
+            None => Err("no model is loaded yet".into()),
+        }
+    }
+
     fn lose_device(&mut self) -> Result<(), String> {
         match self.loaded.as_ref().map(|l| &l.runner) {
             Some(Runner::Gpu(e)) => {
@@ -259,7 +279,7 @@ impl Worker {
         let mut generated = 0;
         let mut seconds = None;
         let reason = loop {
-            if loaded.tokenizer.is_stop(next) {
+            if loaded.tokenizer.is_stop(next) && !req.ignore_eos {
                 break StopReason::EndOfText;
             }
             generated += 1;

@@ -1,0 +1,207 @@
+//! The speed check's result card: what was measured (probe bandwidth, decode rate), what follows
+//! (MBU, where the device sits among the presets), as Markdown to paste and as URL pairs for a
+//! share link that shows the same card on another machine.
+
+use crate::params::{Settings, number};
+use tokscope_core::presets;
+use tokscope_core::roofline::{GB, mbu};
+
+/// Tokens the speed check decodes (fixed, end-of-text ignored, greedy).
+pub const DECODE_TOKENS: usize = 128;
+/// The prompt it decodes from.
+pub const PROMPT: &str = "The history of the printing press";
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SpeedResult {
+    pub adapter: String,
+    pub browser: String,
+    pub model: String,
+    /// Probe read bandwidth, GB/s (`None` on the CPU engine: no GPU to probe).
+    pub gb_s: Option<f64>,
+    pub dispatch_us: Option<f64>,
+    pub round_trip_ms: Option<f64>,
+    /// Mean decode rate over the check's tokens.
+    pub tok_s: f64,
+    pub bytes_per_token: u64,
+}
+
+impl SpeedResult {
+    /// Measured decode bandwidth ÷ probe bandwidth.
+    pub fn mbu(&self) -> Option<f64> {
+        mbu(self.tok_s, self.bytes_per_token as f64, self.gb_s? * GB)
+    }
+
+    /// "between Apple A17 Pro (51 GB/s peak) and Apple M1 (68 GB/s peak)", in words.
+    pub fn placement(&self) -> Option<String> {
+        let g = self.gb_s?;
+        let name = |d: &presets::DevicePreset| format!("{} ({} GB/s peak)", d.name, d.bandwidth_gb_s);
+        Some(match presets::neighbours(g) {
+            (Some(b), Some(a)) => format!("between {} and {}", name(b), name(a)),
+            (None, Some(a)) => format!("below {}", name(a)),
+            (Some(b), None) => format!("above {}", name(b)),
+            (None, None) => return None,
+        })
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let opt =
+            |v: Option<f64>, digits: usize, unit: &str| v.map_or("–".into(), |x| format!("{x:.digits$} {unit}"));
+        let mut md = format!(
+            "| tokscope speed check | |\n|---|---|\n| Adapter | {} |\n| Browser | {} |\n| Model | {} |\n\
+             | Read bandwidth (probe) | {} |\n| Decode | {:.1} tok/s |\n| Bytes per token | {:.1} MB |\n| MBU | {} |\n\
+             | Cost per dispatch | {} |\n| Submit + read-back | {} |\n",
+            self.adapter.replace('|', "/"),
+            self.browser.replace('|', "/"),
+            self.model.replace('|', "/"),
+            opt(self.gb_s, 2, "GB/s"),
+            self.tok_s,
+            self.bytes_per_token as f64 / 1e6,
+            self.mbu().map_or("–".into(), |m| format!("{:.0} %", 100.0 * m)),
+            opt(self.dispatch_us, 1, "µs"),
+            opt(self.round_trip_ms, 2, "ms"),
+        );
+        if let Some(p) = self.placement() {
+            md.push_str(&format!("\nMeasured bandwidth sits {p}.\n"));
+        }
+        md
+    }
+}
+
+impl Settings for SpeedResult {
+    fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+        let positive = |v: &str| -> Result<f64, String> {
+            match number::<f64>(v)? {
+                x if x.is_finite() && x >= 0.0 => Ok(x),
+                x => Err(format!("must be a positive number, got {x}")),
+            }
+        };
+        match key {
+            "adapter" => self.adapter = v.into(),
+            "browser" => self.browser = v.into(),
+            "model_name" => self.model = v.into(),
+            "gbs" => self.gb_s = Some(positive(v)?),
+            "dispatch_us" => self.dispatch_us = Some(positive(v)?),
+            "round_trip_ms" => self.round_trip_ms = Some(positive(v)?),
+            "tok_s" => self.tok_s = positive(v)?,
+            "bytes_per_token" => self.bytes_per_token = number(v)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn to_pairs(&self) -> Vec<(&'static str, String)> {
+        let mut p = vec![
+            ("adapter", self.adapter.clone()),
+            ("browser", self.browser.clone()),
+            ("model_name", self.model.clone()),
+            ("tok_s", format!("{:.2}", self.tok_s)),
+            ("bytes_per_token", self.bytes_per_token.to_string()),
+        ];
+        for (k, v) in [
+            ("gbs", self.gb_s),
+            ("dispatch_us", self.dispatch_us),
+            ("round_trip_ms", self.round_trip_ms),
+        ] {
+            if let Some(v) = v {
+                p.push((k, format!("{v:.3}")));
+            }
+        }
+        p
+    }
+}
+
+/// A short browser name from a user-agent string: "Chromium 156", "Firefox 133", "Safari 18.1".
+pub fn browser_name(ua: &str) -> String {
+    let version = |key: &str| {
+        ua.split(key)
+            .nth(1)
+            .map(|rest| rest.split([' ', ';', ')']).next().unwrap_or(""))
+    };
+    let major = |v: &str| v.split('.').next().unwrap_or(v).to_string();
+    if let Some(v) = version("Firefox/") {
+        return format!("Firefox {}", major(v));
+    }
+    if let Some(v) = version("Edg/") {
+        return format!("Edge {}", major(v));
+    }
+    if let Some(v) = version("Chrome/") {
+        let name = if ua.contains("HeadlessChrome") {
+            "Headless Chromium"
+        } else {
+            "Chromium"
+        };
+        return format!("{name} {}", major(v));
+    }
+    if ua.contains("Safari/")
+        && let Some(v) = version("Version/")
+    {
+        return format!("Safari {v}");
+    }
+    "an unrecognised browser".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> SpeedResult {
+        SpeedResult {
+            adapter: "WebGPU: google swiftshader".into(),
+            browser: "Chromium 156".into(),
+            model: "SmolLM2 135M Instruct".into(),
+            gb_s: Some(8.0),
+            dispatch_us: Some(29.5),
+            round_trip_ms: Some(0.61),
+            tok_s: 20.0,
+            bytes_per_token: 100_000_000,
+        }
+    }
+
+    #[test]
+    fn mbu_and_placement() {
+        let r = sample();
+        // 20 tok/s × 100 MB = 2 GB/s of 8 GB/s.
+        assert!((r.mbu().unwrap() - 0.25).abs() < 1e-12);
+        assert_eq!(r.placement().unwrap(), "below Apple A17 Pro (51 GB/s peak)");
+        let cpu = SpeedResult { gb_s: None, ..sample() };
+        assert_eq!((cpu.mbu(), cpu.placement()), (None, None));
+    }
+
+    #[test]
+    fn markdown_has_every_figure() {
+        let md = sample().to_markdown();
+        for needle in [
+            "| Read bandwidth (probe) | 8.00 GB/s |",
+            "| Decode | 20.0 tok/s |",
+            "| MBU | 25 % |",
+            "| Cost per dispatch | 29.5 µs |",
+            "below Apple A17 Pro",
+        ] {
+            assert!(md.contains(needle), "{needle} not in\n{md}");
+        }
+    }
+
+    #[test]
+    fn share_pairs_round_trip() {
+        let r = sample();
+        let pairs = r.to_pairs();
+        let (back, errors) = SpeedResult::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(back, r);
+        let (_, errors) = SpeedResult::from_pairs([("gbs", "-1"), ("tok_s", "fast")]);
+        assert_eq!(errors.len(), 2);
+    }
+
+    #[test]
+    fn browser_names() {
+        let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.7000.1 Safari/537.36";
+        assert_eq!(browser_name(chrome), "Headless Chromium 156");
+        assert_eq!(
+            browser_name("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"),
+            "Firefox 133"
+        );
+        let safari = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15";
+        assert_eq!(browser_name(safari), "Safari 18.1");
+        assert_eq!(browser_name("curl/8"), "an unrecognised browser");
+    }
+}
