@@ -245,6 +245,12 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     // The agent panel's measured column has a time, not a "not measured" note.
     assert!(b.text("agent-total-1").await.ends_with(" s") || b.text("agent-total-1").await.contains("min"));
     assert_eq!(b.text("agent-speed-2").await, "roofline ceiling");
+    // The explanations quote the calculator's own figures.
+    let pipe = b.text("learn-pipe").await;
+    assert!(
+        pipe.contains("16.06 GB per token") && pipe.contains("at most 62 tokens per second"),
+        "{pipe}"
+    );
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.screenshot(&screenshot_path("roofline-measured.png")).await.unwrap();
     b.close().await;
@@ -347,5 +353,35 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     b.wait_for(&present("speed-shared"), WAIT).await.unwrap();
     assert_eq!(b.text("speed-adapter").await, adapter);
     assert_eq!(num(b.text("speed-gbs").await), gb_s);
+    b.close().await;
+}
+
+/// Every calculator panel fits a 360 px phone: no sideways scrolling.
+#[tokio::test]
+async fn the_panels_fit_a_360_px_phone() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(false, 360, 800).await.unwrap();
+    for (route, testid, shot) in [
+        (
+            "#/embed/roofline?device=h200&batch=64&context=8192",
+            "roof-tok-s",
+            "mobile-360-roofline.png",
+        ),
+        (
+            "#/embed/agent?preset=coding&speeds=30,300,mercury-3",
+            "agent-total-2",
+            "mobile-360-agent.png",
+        ),
+    ] {
+        b.client.goto(&server.url(&format!("index.html{route}"))).await.unwrap();
+        b.wait_for(&present(testid), WAIT).await.unwrap();
+        let overflow = b
+            .eval("return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+            .await;
+        assert_eq!(overflow, 0, "{route} scrolls sideways at 360 px");
+        b.screenshot(&screenshot_path(shot)).await.unwrap();
+    }
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }

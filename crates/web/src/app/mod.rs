@@ -2,6 +2,7 @@
 //! ([`link`]); the page renders [`state::State`] and sends what the reader asks for.
 
 mod agent_panel;
+mod explain;
 mod field;
 mod link;
 mod meter;
@@ -216,6 +217,7 @@ fn App(state: State, shared: Option<SpeedResult>) -> impl IntoView {
             <speed_panel::SpeedPanel state shared=shared.clone()/>
             <roofline_panel::RooflinePanel state/>
             <agent_panel::AgentPanel state/>
+            <explain::Explainers/>
         </main>
     }
 }
