@@ -71,6 +71,14 @@ pub struct GenerateArgs {
     pub backend: Backend,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum Sweep {
+    /// Q4_0, Q4_1, Q8_0, F16, F32: tok/s against bytes per token.
+    Precision,
+    /// B = 1, 2, 4, 8, 16: per-user and aggregate tok/s.
+    Batch,
+}
+
 #[derive(clap::Args)]
 pub struct InspectArgs {
     pub file: PathBuf,
@@ -96,6 +104,9 @@ pub struct BenchArgs {
     /// Sequences decoded together (1 to 16).
     #[arg(long, default_value_t = 1)]
     pub batch: usize,
+    /// Measure a table instead: the same weights at every precision of the dial, or every batch.
+    #[arg(long, value_enum)]
+    pub sweep: Option<Sweep>,
     #[arg(long)]
     pub json: bool,
 }

@@ -8,9 +8,11 @@ use crate::model_file::load;
 use serde::Serialize;
 use std::time::Instant;
 use tokscope_core::cpu::parallel::threads;
+use tokscope_core::model::Model;
 use tokscope_core::roofline::mbu;
 use tokscope_core::sampling::{Sampler, SamplingParams};
 use tokscope_core::stats::median;
+use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::engine::{KernelClass, Want};
 use tokscope_gpu::runner::Runner;
 
@@ -47,6 +49,77 @@ struct BenchReport {
     time_split: Vec<(KernelClass, f64)>,
 }
 
+/// The benchmark's prompt: `n` tokens of ordinary prose.
+pub fn bench_prompt(tokenizer: &Tokenizer, n: usize) -> Result<Vec<u32>, String> {
+    let text = BENCH_TEXT.repeat(n.div_ceil(16) + 2);
+    let mut prompt = tokenizer.encode(&text).map_err(|e| e.to_string())?;
+    prompt.truncate(n);
+    Ok(prompt)
+}
+
+/// KV-cache capacity for the prefill run and the decode runs.
+pub fn bench_context<B: AsRef<[u8]>>(model: &Model<B>, prompt: &[u32], tokens: usize) -> Result<usize, String> {
+    let decode_prompt = DECODE_PROMPT_TOKENS.min(prompt.len());
+    let context = (prompt.len().max(decode_prompt + tokens) + 1).min(model.config.context_length);
+    if decode_prompt + tokens > context {
+        return Err(format!(
+            "--tokens {tokens} does not fit the model's context of {context}"
+        ));
+    }
+    Ok(context)
+}
+
+pub struct Measured {
+    pub decode_runs: Vec<f64>,
+    pub prefill_runs: Vec<f64>,
+    /// Mean over the decoded positions: weights + the KV cache read at each position.
+    pub bytes_per_token: f64,
+}
+
+/// Warms up, then times `runs` decodes of `tokens` (after a short prompt) and `runs` prefills of
+/// the whole prompt.
+pub fn measure<B: AsRef<[u8]>>(
+    engine: &mut Runner<B>,
+    model: &Model<B>,
+    prompt: &[u32],
+    tokens: usize,
+    runs: usize,
+) -> Result<Measured, String> {
+    let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
+    let mut greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
+    // (The default parameters are greedy.)
+    // Warm-up: page in the weights, spin up the thread pool, compile the pipelines.
+    engine.reset();
+    engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
+    for _ in 0..8 {
+        engine.decode(0, &mut greedy).map_err(|e| e.to_string())?;
+    }
+    let mut decode_runs = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        engine.reset();
+        let mut next = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        for _ in 0..tokens {
+            next = engine.decode(next, &mut greedy).map_err(|e| e.to_string())?;
+        }
+        decode_runs.push(tokens as f64 / start.elapsed().as_secs_f64());
+    }
+    let mut prefill_runs = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        engine.reset();
+        let start = Instant::now();
+        engine.prefill(prompt, &mut greedy).map_err(|e| e.to_string())?;
+        prefill_runs.push(prompt.len() as f64 / start.elapsed().as_secs_f64());
+    }
+    let positions = decode_prompt.len()..decode_prompt.len() + tokens;
+    let bytes_per_token = positions.map(|p| model.bytes_per_token(p) as f64).sum::<f64>() / tokens as f64;
+    Ok(Measured {
+        decode_runs,
+        prefill_runs,
+        bytes_per_token,
+    })
+}
+
 pub fn run(a: BenchArgs) -> CliResult {
     if a.runs < 3 {
         return Err(format!(
@@ -66,48 +139,20 @@ pub fn run(a: BenchArgs) -> CliResult {
             a.batch
         ));
     }
+    if let Some(sweep) = a.sweep {
+        return crate::sweep::run(&a, sweep);
+    }
     let loaded = load(&a.model)?;
     let model = loaded.model.clone();
-    let text = BENCH_TEXT.repeat(a.prompt_tokens.div_ceil(16) + 2);
-    let mut prompt = loaded.tokenizer.encode(&text).map_err(|e| e.to_string())?;
-    prompt.truncate(a.prompt_tokens);
+    let prompt = bench_prompt(&loaded.tokenizer, a.prompt_tokens)?;
     let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
-    let context = (prompt.len().max(decode_prompt.len() + a.tokens) + 1).min(model.config.context_length);
-    if decode_prompt.len() + a.tokens > context {
-        return Err(format!(
-            "--tokens {} does not fit the model's context of {}",
-            a.tokens, context
-        ));
-    }
+    let context = bench_context(&model, &prompt, a.tokens)?;
     let mut engine = engine::new(a.backend, model.clone(), context)?;
-    let mut greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
-
-    // (The default parameters are greedy.)
-    // Warm-up: page in the weights, spin up the thread pool, compile the pipelines.
-    engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
-    for _ in 0..8 {
-        engine.decode(0, &mut greedy).map_err(|e| e.to_string())?;
-    }
-
-    let mut decode_runs = Vec::with_capacity(a.runs);
-    for _ in 0..a.runs {
-        engine.reset();
-        let mut next = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        for _ in 0..a.tokens {
-            next = engine.decode(next, &mut greedy).map_err(|e| e.to_string())?;
-        }
-        decode_runs.push(a.tokens as f64 / start.elapsed().as_secs_f64());
-    }
-    let mut prefill_runs = Vec::with_capacity(a.runs);
-    for _ in 0..a.runs {
-        engine.reset();
-        let start = Instant::now();
-        engine.prefill(&prompt, &mut greedy).map_err(|e| e.to_string())?;
-        prefill_runs.push(prompt.len() as f64 / start.elapsed().as_secs_f64());
-    }
-    let positions = decode_prompt.len()..decode_prompt.len() + a.tokens;
-    let bytes_per_token = positions.clone().map(|p| model.bytes_per_token(p) as f64).sum::<f64>() / a.tokens as f64;
+    let Measured {
+        decode_runs,
+        prefill_runs,
+        bytes_per_token,
+    } = measure(&mut engine, &model, &prompt, a.tokens, a.runs)?;
     let decode_tok_s = median(&decode_runs);
     let (backend, adapter, probe_gb_s, dispatches, time_split) = match &mut engine {
         Runner::Cpu { .. } => ("cpu", format!("CPU, {} threads", threads()), None, None, vec![]),

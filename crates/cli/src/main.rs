@@ -9,6 +9,7 @@ mod inspect;
 mod model_file;
 mod probe;
 mod roofline;
+mod sweep;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -9,6 +9,8 @@ use tokscope_core::tokenizer::Tokenizer;
 
 pub enum FileBytes {
     Mapped(memmap2::Mmap),
+    /// Made in memory (the precision sweep's re-encoded models).
+    Owned(Vec<u8>),
     Empty,
 }
 
@@ -16,6 +18,7 @@ impl AsRef<[u8]> for FileBytes {
     fn as_ref(&self) -> &[u8] {
         match self {
             FileBytes::Mapped(m) => m,
+            FileBytes::Owned(v) => v,
             FileBytes::Empty => &[],
         }
     }

@@ -501,3 +501,38 @@ fn agent_bad_input_is_one_clear_line() {
         "at least one token",
     );
 }
+
+#[test]
+fn bench_sweeps_the_precision_dial() {
+    let m = tiny();
+    let args = [
+        "bench",
+        "--model",
+        s(&m),
+        "--sweep",
+        "precision",
+        "--tokens",
+        "8",
+        "--prompt-tokens",
+        "8",
+        "--runs",
+        "3",
+    ];
+    let v = json(&tokscope(&[&args[..], &["--json"]].concat()));
+    assert_eq!(v["sweep"], "precision");
+    let rows = v["rows"].as_array().unwrap();
+    let types: Vec<&str> = rows.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["Q4_0", "Q4_1", "Q8_0", "F16", "F32"]);
+    let bytes: Vec<f64> = rows.iter().map(|r| r["bytes_per_token"].as_f64().unwrap()).collect();
+    assert!(
+        bytes.windows(2).all(|w| w[0] < w[1]),
+        "bytes per token rise along the dial: {bytes:?}"
+    );
+    assert!(rows.iter().all(|r| r["decode_tok_s"].as_f64().unwrap() > 0.0));
+    let text = String::from_utf8(tokscope(&args).stdout).unwrap();
+    assert!(text.contains("precision sweep") && text.contains("F16"), "{text}");
+    assert_clean_error(
+        &tokscope(&["bench", "--model", s(&m), "--sweep", "batch"]),
+        "batched decode is not implemented yet",
+    );
+}

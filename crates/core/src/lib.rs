@@ -15,6 +15,7 @@ pub mod model;
 pub mod presets;
 pub mod prompt;
 pub mod quant;
+pub mod requant;
 pub mod roofline;
 pub mod sampling;
 pub mod stats;

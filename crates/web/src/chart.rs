@@ -120,6 +120,62 @@ pub fn plot(bandwidth: f64, peak: Option<f64>, points: &[DataPoint]) -> Plot {
     }
 }
 
+/// The precision dial's chart: measured decode tok/s against bytes per token (log-log), over
+/// the ceiling `bandwidth ÷ bytes` where the probe has measured a bandwidth (bytes/s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DialPlot {
+    pub ceiling: Option<String>,
+    pub points: Vec<(f64, f64)>,
+    pub x_ticks: Vec<(f64, String)>,
+    pub y_ticks: Vec<(f64, String)>,
+}
+
+pub fn dial(points: &[(f64, f64)], bandwidth: Option<f64>) -> DialPlot {
+    let ok: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(b, t)| *b > 0.0 && *t > 0.0 && b.is_finite() && t.is_finite())
+        .collect();
+    let (b_lo, b_hi) = ok
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), (b, _)| (lo.min(*b), hi.max(*b)));
+    let (b_lo, b_hi) = if ok.is_empty() { (1e7, 1e9) } else { (b_lo, b_hi) };
+    let ceiling_at = |b: f64| bandwidth.map(|bw| bw / b);
+    let ys: Vec<f64> = ok
+        .iter()
+        .map(|p| p.1)
+        .chain(ceiling_at(b_lo))
+        .chain(ceiling_at(b_hi))
+        .collect();
+    let (t_lo, t_hi) = ys.iter().fold((f64::MAX, 0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+    let (t_lo, t_hi) = if ys.is_empty() { (1.0, 100.0) } else { (t_lo, t_hi) };
+    let x = LogAxis {
+        lo: decade_below(b_lo / 1.5),
+        hi: decade_above(b_hi * 1.5),
+        a: LEFT,
+        b: WIDTH - RIGHT,
+    };
+    let y = LogAxis {
+        lo: decade_below(t_lo / 1.5),
+        hi: decade_above(t_hi * 1.5).max(decade_below(t_lo / 1.5) + 1.0),
+        a: HEIGHT - BOTTOM,
+        b: TOP,
+    };
+    let ceiling = bandwidth.map(|bw| {
+        (0..=24)
+            .map(|i| 10f64.powf(x.lo + (x.hi - x.lo) * i as f64 / 24.0))
+            .map(|b| format!("{:.1},{:.1}", x.px(b), y.px(bw / b)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    DialPlot {
+        ceiling,
+        points: ok.iter().map(|(b, t)| (x.px(*b), y.px(*t))).collect(),
+        x_ticks: x.ticks(|v| tokscope_core::human::bytes(v).replace(".00", "")),
+        y_ticks: y.ticks(|v| if v >= 1.0 { format!("{v:.0}") } else { format!("{v}") }),
+    }
+}
+
 /// A phase of an agent step, for the timeline's colours and legend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -165,39 +221,31 @@ pub fn timeline(runs: &[&tokscope_core::agent::AgentRun], reading_s: Option<f64>
         .iter()
         .map(|r| {
             let mut row = Vec::new();
-            let mut push = |start: f64, len: f64, phase| {
-                if len > 0.0 {
-                    row.push(Segment {
-                        x: start / longest,
-                        w: len / longest,
-                        phase,
-                    });
+            // One step's phases in order from `start` (or the run's totals from 0).
+            let mut phases = |start: f64, ttft: f64, prefill: f64, decode: f64, tool: f64| {
+                let mut t = start;
+                for (len, phase) in [
+                    (ttft, Phase::Ttft),
+                    (prefill, Phase::Prefill),
+                    (decode, Phase::Decode),
+                    (tool, Phase::Tool),
+                ] {
+                    if len > 0.0 {
+                        row.push(Segment {
+                            x: t / longest,
+                            w: len / longest,
+                            phase,
+                        });
+                    }
+                    t += len;
                 }
             };
             if r.steps.len() <= MAX_DRAWN_STEPS {
                 for s in &r.steps {
-                    let mut t = s.start_s;
-                    for (len, phase) in [
-                        (s.ttft_s, Phase::Ttft),
-                        (s.prefill_s, Phase::Prefill),
-                        (s.decode_s, Phase::Decode),
-                        (s.tool_s, Phase::Tool),
-                    ] {
-                        push(t, len, phase);
-                        t += len;
-                    }
+                    phases(s.start_s, s.ttft_s, s.prefill_s, s.decode_s, s.tool_s);
                 }
             } else {
-                let mut t = 0.0;
-                for (len, phase) in [
-                    (r.ttft_s, Phase::Ttft),
-                    (r.prefill_s, Phase::Prefill),
-                    (r.decode_s, Phase::Decode),
-                    (r.tool_s, Phase::Tool),
-                ] {
-                    push(t, len, phase);
-                    t += len;
-                }
+                phases(0.0, r.ttft_s, r.prefill_s, r.decode_s, r.tool_s);
             }
             row
         })
@@ -216,6 +264,22 @@ pub fn timeline(runs: &[&tokscope_core::agent::AgentRun], reading_s: Option<f64>
 mod tests {
     use super::*;
     use tokscope_core::agent::AgentInputs;
+
+    #[test]
+    fn dial_points_sit_on_the_ceiling_when_they_reach_it() {
+        // 10 GB/s: 50 MB a token → 200 tok/s on the ceiling; 100 MB at half the ceiling.
+        let p = dial(&[(50e6, 200.0), (100e6, 50.0)], Some(10e9));
+        let curve: Vec<(f64, f64)> = parse(p.ceiling.as_ref().unwrap());
+        let near = |pt: (f64, f64)| {
+            curve.windows(2).any(|w| {
+                let (a, b) = (w[0], w[1]);
+                pt.0 >= a.0 && pt.0 <= b.0 && (pt.1 - (a.1 + (b.1 - a.1) * (pt.0 - a.0) / (b.0 - a.0))).abs() < 0.5
+            })
+        };
+        assert!(near(p.points[0]), "{:?} not on {curve:?}", p.points[0]);
+        assert!(!near(p.points[1]));
+        assert!(dial(&[(50e6, 200.0)], None).ceiling.is_none());
+    }
 
     #[test]
     fn timeline_shares_one_scale_and_ends_where_the_run_ends() {

@@ -42,6 +42,11 @@ pub enum ToWorker {
     Generate(GenerateRequest),
     /// Runs the bandwidth probe on the engine's GPU (answered with [`FromWorker::Probe`]).
     Probe,
+    /// Re-encodes the loaded model's matrices at a precision of the dial (`"Q8_0"`), or back to
+    /// the file's own with `None`; answered with [`FromWorker::Ready`].
+    Requantize {
+        precision: Option<String>,
+    },
     /// Stop generating after the token in flight.
     Stop,
     /// Lists what the model cache holds (answered with [`FromWorker::Cache`]).
@@ -81,6 +86,9 @@ pub struct ModelInfo {
     pub head_dim: usize,
     /// Bits per element of the engine's KV cache (its bytes per token grow with the context).
     pub kv_bits: u32,
+    /// The precision dial's re-encoding of the matrices; `None`: as the file encodes them.
+    #[serde(default)]
+    pub precision: Option<String>,
     pub backend: BackendInfo,
 }
 
@@ -97,6 +105,8 @@ pub enum Phase {
     Download,
     Cache,
     Parse,
+    /// Re-encoding the weights (the precision dial).
+    Encode,
     Upload,
 }
 

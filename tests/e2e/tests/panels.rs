@@ -385,3 +385,64 @@ async fn the_panels_fit_a_360_px_phone() {
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }
+
+/// The precision dial in the page (on the CPU engine, the quick path here): the model is
+/// re-encoded at every precision, each decoded, bytes per token rise along the dial, and the
+/// file's own encoding comes back at the end.
+#[tokio::test]
+async fn the_precision_dial_reencodes_decodes_and_restores() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(false, 1280, 1000).await.unwrap();
+    b.client
+        .goto(&server.url("index.html?backend=cpu#/speed?model_preset=loaded"))
+        .await
+        .unwrap();
+    b.wait_for(
+        "!document.querySelector('[data-testid=dial-run]').disabled",
+        Duration::from_secs(240),
+    )
+    .await
+    .unwrap();
+    let bytes_before = b
+        .eval("return document.querySelector('[data-testid=roof-bytes]').textContent;")
+        .await;
+    b.eval("document.querySelector('[data-testid=dial-run]').click(); return 0;")
+        .await;
+    b.wait_for(&text_is("dial-stage", "Done."), Duration::from_secs(600))
+        .await
+        .unwrap();
+    let rows = b
+        .eval("return [...document.querySelectorAll('[data-testid^=dial-row-]')].map(r => [...r.children].map(c => c.textContent));")
+        .await;
+    let rows: Vec<Vec<String>> = serde_json::from_value(rows).unwrap();
+    println!("precision dial in the page (CPU engine): {rows:?}");
+    let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        names,
+        ["Q4_0", "Q4_1", "Q8_0", "F16", "F32"],
+        "skipped: {:?}",
+        b.text("dial-skipped").await
+    );
+    let mb: Vec<f64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+    assert!(mb.windows(2).all(|w| w[0] < w[1]), "{mb:?}");
+    assert!(rows.iter().all(|r| r[2].parse::<f64>().unwrap() > 0.0));
+    let circles = b
+        .eval("return document.querySelectorAll('[data-testid=dial-chart] circle').length;")
+        .await;
+    assert_eq!(circles, 5);
+    // Back to the file's encoding: the same bytes per token as before the dial.
+    b.wait_for(
+        "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let bytes_after = b
+        .eval("return document.querySelector('[data-testid=roof-bytes]').textContent;")
+        .await;
+    assert_eq!(bytes_before, bytes_after);
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.screenshot(&screenshot_path("precision-dial.png")).await.unwrap();
+    b.close().await;
+}

@@ -52,6 +52,7 @@ pub fn phase_name(p: Phase) -> &'static str {
         Phase::Download => "Downloading the model",
         Phase::Cache => "Looking in the model cache",
         Phase::Parse => "Reading the GGUF",
+        Phase::Encode => "Re-encoding the weights",
         Phase::Upload => "Uploading the weights to the GPU",
     }
 }

@@ -140,6 +140,7 @@ pub fn SpeedPanel(state: State, shared: Option<SpeedResult>) -> impl IntoView {
                 Stage::Done(r) => Some(view! { <Card result=r shared=false/> }.into_any()),
                 _ => shared.clone().map(|r| view! { <Card result=r shared=true/> }.into_any()),
             }}
+            <super::dial_panel::DialPanel state/>
         </section>
     }
 }

@@ -45,6 +45,7 @@ pub struct State {
     /// This device's measured roofline, once the speed check has run.
     pub probe: RwSignal<Option<ProbeReport>>,
     pub speed: RwSignal<super::speed_panel::Stage>,
+    pub dial: RwSignal<super::dial_panel::Dial>,
 }
 
 pub fn page_now_s() -> f64 {
@@ -61,6 +62,7 @@ impl State {
             agent: RwSignal::new(agent),
             probe: RwSignal::new(None),
             speed: RwSignal::new(super::speed_panel::Stage::Idle),
+            dial: RwSignal::new(Default::default()),
             autorun_pending: RwSignal::new(settings.autorun),
             settings: RwSignal::new(settings),
             status: RwSignal::new("Starting the engine…".into()),
@@ -136,6 +138,7 @@ impl State {
                     .set(format!("Ready: {} on {}.", info.name, info.backend.label));
                 self.note_backend(&info);
                 self.model.set(Some(info));
+                super::dial_panel::on_ready(*self);
             }
             FromWorker::Started { prompt_tokens } => {
                 self.prompt_tokens.set(Some(prompt_tokens));
@@ -165,6 +168,7 @@ impl State {
                 if self.speed.get_untracked() == Stage::Decoding {
                     self.speed.set(super::speed_panel::result(*self));
                 }
+                super::dial_panel::on_done(*self, self.model.get_untracked());
             }
             FromWorker::Cache { entries, note } => {
                 self.cache.set(entries);
@@ -196,7 +200,12 @@ impl State {
                 if matches!(self.speed.get_untracked(), Stage::Probing | Stage::Decoding) {
                     self.speed.set(Stage::Failed(message.clone()));
                 }
-                self.fail(message)
+                if super::dial_panel::on_error(*self, &message) {
+                    self.running.set(false);
+                    self.loading.set(None);
+                } else {
+                    self.fail(message)
+                }
             }
         }
     }

@@ -17,6 +17,8 @@ use std::sync::Arc;
 use tokscope_core::gguf::Gguf;
 use tokscope_core::model::Model;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
+use tokscope_core::quant::GgmlType;
+use tokscope_core::requant::{DIAL, encoded_len, requantize};
 use tokscope_core::sampling::Sampler;
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
@@ -26,8 +28,14 @@ use tokscope_gpu::runner::Runner;
 /// KV cache (377 MB) is more than a browser tab should take for a playground.
 const MAX_CONTEXT: usize = 2048;
 
+/// The largest re-encoded model the precision dial builds in a tab (the bytes live in the
+/// worker's memory, and once more on the GPU).
+const DIAL_BUDGET: u64 = 768_000_000;
+
 struct Loaded {
     model: Arc<Model<Vec<u8>>>,
+    /// The model as its file encodes it, while `model` is a re-encoding of it (precision dial).
+    original: Option<Arc<Model<Vec<u8>>>>,
     tokenizer: Tokenizer,
     runner: Runner<Vec<u8>>,
     info: ModelInfo,
@@ -63,6 +71,7 @@ impl Worker {
             },
             Job::Message(ToWorker::LoseDevice, _) => self.lose_device(),
             Job::Message(ToWorker::Probe, _) => self.probe().await,
+            Job::Message(ToWorker::Requantize { precision }, _) => self.requantize(precision).await,
             Job::Message(ToWorker::Stop, _) => Ok(()),
             Job::DeviceLost { generation, message } if generation == self.generation => self.recover(message).await,
             Job::DeviceLost { .. } => Ok(()),
@@ -117,11 +126,13 @@ impl Worker {
             kv_heads: model.config.n_kv_heads,
             head_dim: model.config.head_dim,
             kv_bits: 32,
+            precision: None,
             backend,
         };
         post(&FromWorker::Ready(info.clone()));
         self.loaded = Some(Loaded {
             model,
+            original: None,
             tokenizer,
             runner,
             info,
@@ -196,6 +207,52 @@ impl Worker {
                 fallback_reason: None,
             },
         ))
+    }
+
+    /// Re-encodes the loaded model's matrices at `precision` (from the file's own encoding,
+    /// never from a previous re-encoding), or goes back to the file's with `None`, and rebuilds
+    /// the engine on the same backend.
+    async fn requantize(&mut self, precision: Option<String>) -> Result<(), String> {
+        let loaded = self.loaded.as_ref().ok_or("no model is loaded yet")?;
+        let original = loaded.original.clone().unwrap_or_else(|| loaded.model.clone());
+        let model = match &precision {
+            None => original.clone(),
+            Some(name) => {
+                let ty = GgmlType::from_name(name)
+                    .filter(|t| DIAL.contains(t))
+                    .ok_or_else(|| format!("{name:?} is not on the precision dial"))?;
+                let need = encoded_len(&original.gguf, ty);
+                if need > DIAL_BUDGET {
+                    return Err(format!(
+                        "{ty} would take {:.0} MB, more than this page's budget of {:.0} MB for a re-encoded model",
+                        need as f64 / 1e6,
+                        DIAL_BUDGET as f64 / 1e6
+                    ));
+                }
+                let mut progress = Progress::new(Phase::Encode, Some(original.gguf.tensors().len() as u64));
+                let bytes = requantize(&original.gguf, ty, |done, _| progress.report(done as u64, false))
+                    .map_err(|e| e.to_string())?;
+                let gguf = Gguf::parse(bytes).map_err(|e| format!("the {ty} re-encoding: {e}"))?;
+                Arc::new(Model::from_gguf(gguf).map_err(|e| format!("the {ty} re-encoding: {e}"))?)
+            }
+        };
+        let choice = match loaded.info.backend.gpu {
+            true => BackendChoice::Auto,
+            false => BackendChoice::Cpu,
+        };
+        let context = loaded.info.context;
+        self.generation += 1; // the old engine's device-lost callback no longer counts
+        let (runner, backend) = self.engine(&model, context, choice).await?;
+        let loaded = self.loaded.as_mut().expect("still loaded");
+        loaded.info.bytes_per_token = model.bytes_per_token(0);
+        loaded.info.weight_bytes = model.desc.weight_bytes_per_token();
+        loaded.info.precision = precision;
+        loaded.info.backend = backend;
+        loaded.original = (!Arc::ptr_eq(&model, &original)).then_some(original);
+        loaded.model = model;
+        loaded.runner = runner;
+        post(&FromWorker::Ready(loaded.info.clone()));
+        Ok(())
     }
 
     async fn probe(&mut self) -> Result<(), String> {
