@@ -15,6 +15,8 @@ echo "== clippy (wasm32: the engine must build for the browser)"
 cargo clippy -p tokscope-core -p tokscope-gpu -p tokscope-web --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
 echo "== build the page (Trunk, release): the end-to-end tests load dist/"
 TRUNK_OFFLINE=true trunk build --release
+echo "== build it again for hosting under a sub-path (the e2e tests serve it at /tokscope/)"
+TRUNK_OFFLINE=true trunk build --release --public-url /tokscope/ --dist target/subpath/tokscope
 echo "== tests (GPU kernels on lavapipe or the machine's GPU: a missing adapter fails; the page in headless Chromium)"
 TOKSCOPE_REQUIRE_GPU=1 cargo test --workspace --locked
 echo "== tests in WebAssembly (Node): the browser's CPU fallback gives the same tokens"

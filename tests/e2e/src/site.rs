@@ -23,6 +23,17 @@ pub fn dist() -> PathBuf {
     d
 }
 
+/// The folder that holds the build made for a sub-path: `tokscope/` in it is
+/// `trunk build --release --public-url /tokscope/ --dist target/subpath/tokscope`.
+pub fn subpath_root() -> PathBuf {
+    let d = root().join("target/subpath");
+    assert!(
+        d.join("tokscope/index.html").is_file(),
+        "the sub-path build is missing: scripts/test.sh runs trunk build --public-url /tokscope/ --dist target/subpath/tokscope"
+    );
+    d
+}
+
 /// Where the tests leave their screenshots.
 pub fn screenshot_path(name: &str) -> PathBuf {
     root().join("target/e2e").join(name)

@@ -218,3 +218,37 @@ async fn a_truncated_gguf_shows_the_readers_error() {
         .unwrap();
     b.close().await;
 }
+
+/// The static build made for a sub-path (`--public-url /tokscope/`) works when hosted there:
+/// the worker, the model and the styles all load relative to it. A reload with the model cached
+/// reports the time from navigation to "ready".
+#[tokio::test]
+async fn a_build_for_a_sub_path_runs_there_and_reloads_from_cache() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = server::start(&tokscope_e2e::site::subpath_root(), "127.0.0.1:0").expect("the static server starts");
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    b.client
+        .goto(&server.url("tokscope/index.html?prompt=Hello&max_tokens=8&temperature=0&autorun=1"))
+        .await
+        .unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert!(!b.text("output").await.is_empty());
+    let outside: Vec<String> = server
+        .log
+        .all()
+        .into_iter()
+        .filter(|p| !p.starts_with("/tokscope/"))
+        .collect();
+    assert!(outside.is_empty(), "requests outside the sub-path: {outside:?}");
+    let first = b.eval("return window.__tokscope_ready_ms;").await.as_f64().unwrap();
+    b.client.refresh().await.unwrap();
+    b.wait_for("window.__tokscope_ready_ms !== undefined", RUN_TIMEOUT).await.unwrap();
+    let cached = b.eval("return window.__tokscope_ready_ms;").await.as_f64().unwrap();
+    assert_eq!(server.log.count(".gguf"), 1, "the reload downloaded the model again");
+    println!(
+        "navigation to ready: {first:.0} ms with a download, {cached:.0} ms from the cache ({})",
+        b.text("backend").await
+    );
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}

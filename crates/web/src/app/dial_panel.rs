@@ -160,6 +160,10 @@ pub fn DialPanel(state: State) -> impl IntoView {
             <h3>"Precision dial"</h3>
             <p class="explain">"The same weights re-encoded at five precisions, each decoded here. If decoding is bandwidth-bound, "
                 "tok/s falls as bytes per token rise, along the ceiling bandwidth ÷ bytes (drawn once the speed check has measured the bandwidth)."</p>
+            <Show when=move || state.model.get().is_some_and(|m| !m.backend.gpu)>
+                <p class="note">"On the CPU engine, unpacking each format costs arithmetic as well as bytes (F16 most of all, "
+                    "with no half-precision instructions in WebAssembly), so the points need not follow the bytes."</p>
+            </Show>
             <button data-testid="dial-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the precision dial"</button>
             <p class="caption" data-testid="dial-stage" aria-live="polite">{move || match state.dial.get().stage {
                 Stage::Idle => String::new(),
@@ -169,7 +173,7 @@ pub fn DialPanel(state: State) -> impl IntoView {
                 Stage::Done => "Done.".into(),
             }}</p>
             <table class="dial-table">
-                <thead><tr><th>"Precision"</th><th>"MB per token"</th><th>"Decode tok/s"</th><th>"Ceiling tok/s"</th><th>"of ceiling"</th></tr></thead>
+                <thead><tr><th>"Precision"</th><th>"MB per token"</th><th>"Decode tok/s"</th><th>"Effective GB/s"</th><th>"Ceiling tok/s"</th><th>"of ceiling"</th></tr></thead>
                 <tbody>{move || state.dial.get().points.into_iter().map(|p| {
                     let ceiling = probe_gb_s().map(|g| g * 1e9 / p.bytes_per_token as f64);
                     view! {
@@ -177,6 +181,7 @@ pub fn DialPanel(state: State) -> impl IntoView {
                             <td>{p.precision}</td>
                             <td>{format!("{:.1}", p.bytes_per_token as f64 / 1e6)}</td>
                             <td data-testid=format!("dial-tok-s-{}", p.precision)>{format!("{:.1}", p.tok_s)}</td>
+                            <td>{format!("{:.2}", p.tok_s * p.bytes_per_token as f64 / 1e9)}</td>
                             <td>{ceiling.map_or("–".into(), |c| format!("{c:.1}"))}</td>
                             <td>{ceiling.map_or("–".into(), |c| format!("{:.0} %", 100.0 * p.tok_s / c))}</td>
                         </tr>

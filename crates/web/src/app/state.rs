@@ -48,6 +48,16 @@ pub struct State {
     pub dial: RwSignal<super::dial_panel::Dial>,
 }
 
+/// Records when the model was first ready (ms since navigation) as `window.__tokscope_ready_ms`,
+/// for the end-to-end tests' load-time figure and anyone curious.
+fn mark_first_ready() {
+    let Some(w) = web_sys::window() else { return };
+    let key = wasm_bindgen::JsValue::from_str("__tokscope_ready_ms");
+    if js_sys::Reflect::get(&w, &key).is_ok_and(|v| v.is_undefined()) {
+        let _ = js_sys::Reflect::set(&w, &key, &(page_now_s() * 1e3).into());
+    }
+}
+
 pub fn page_now_s() -> f64 {
     web_sys::window()
         .and_then(|w| w.performance())
@@ -134,6 +144,7 @@ impl State {
             }
             FromWorker::Ready(info) => {
                 self.loading.set(None);
+                mark_first_ready();
                 self.status
                     .set(format!("Ready: {} on {}.", info.name, info.backend.label));
                 self.note_backend(&info);
