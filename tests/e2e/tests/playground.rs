@@ -242,7 +242,9 @@ async fn a_build_for_a_sub_path_runs_there_and_reloads_from_cache() {
     assert!(outside.is_empty(), "requests outside the sub-path: {outside:?}");
     let first = b.eval("return window.__tokscope_ready_ms;").await.as_f64().unwrap();
     b.client.refresh().await.unwrap();
-    b.wait_for("window.__tokscope_ready_ms !== undefined", RUN_TIMEOUT).await.unwrap();
+    b.wait_for("window.__tokscope_ready_ms !== undefined", RUN_TIMEOUT)
+        .await
+        .unwrap();
     let cached = b.eval("return window.__tokscope_ready_ms;").await.as_f64().unwrap();
     assert_eq!(server.log.count(".gguf"), 1, "the reload downloaded the model again");
     println!(

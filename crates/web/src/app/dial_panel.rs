@@ -5,11 +5,9 @@
 use super::link::send;
 use super::state::State;
 use crate::chart::{self, BOTTOM, HEIGHT, LEFT, RIGHT, TOP, WIDTH};
-use crate::protocol::{GenerateRequest, ModelInfo, ToWorker};
-use crate::speed::PROMPT;
+use crate::protocol::{ModelInfo, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::requant::DIAL;
-use tokscope_core::sampling::SamplingParams;
 
 /// Tokens decoded at each precision.
 pub const DIAL_TOKENS: usize = 32;
@@ -63,8 +61,9 @@ fn encode(state: State, i: usize) {
     );
 }
 
+/// Starts from the first precision. The ceiling curve uses the speed check's probe, when it
+/// has run (the dial does not run the probe itself: on a CPU engine there is none).
 pub fn start(state: State) {
-    // The probe draws the ceiling; run it first where a GPU is in use and it has not run.
     state.dial.set(Dial::default());
     encode(state, 0);
 }

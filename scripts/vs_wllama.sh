@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# tokscope vs wllama 3.8.1 in the same headless Chromium, one run, the same GGUF (issue #3/#4's
+# side-by-side figures). Installs the npm package under target/, builds the page if needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+if [ ! -f target/wllama/node_modules/@wllama/wllama/esm/index.js ]; then
+  mkdir -p target/wllama
+  npm install --prefix target/wllama --no-audit --no-fund @wllama/wllama@3.8.1
+fi
+[ -f dist/index.html ] || TRUNK_OFFLINE=true trunk build --release
+cargo run --release --locked -p tokscope-e2e --example vs_wllama -- \
+  "$PWD/target/wllama/node_modules/@wllama/wllama"

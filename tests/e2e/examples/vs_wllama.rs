@@ -1,0 +1,116 @@
+//! tokscope and wllama 3.8.1 (llama.cpp in WebAssembly) side by side in one headless Chromium,
+//! one run, the same GGUF: decode tok/s on each one's WebGPU path and on each one's wasm CPU
+//! path. Run it with `scripts/vs_wllama.sh` (which installs the npm package and builds the page).
+//!
+//! Both CPU paths run one thread: the static server sends no cross-origin isolation headers,
+//! so neither gets SharedArrayBuffer threads (tokscope's wasm engine is single-threaded anyway).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::server;
+use tokscope_e2e::site::{MODEL, dist, root};
+
+const TOKENS: usize = 64;
+const PROMPT: &str = "The history of the printing press";
+const TIMEOUT: Duration = Duration::from_secs(900);
+
+/// bench/wllama/index.html, the package's esm/ and the model, in one folder to serve.
+fn wllama_site(package: &Path) -> PathBuf {
+    let site = root().join("target/wllama-site");
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::create_dir_all(site.join("esm/wasm")).unwrap();
+    std::fs::copy(root().join("bench/wllama/index.html"), site.join("index.html")).unwrap();
+    for entry in walk(&package.join("esm")) {
+        let rel = entry.strip_prefix(package).unwrap();
+        std::fs::create_dir_all(site.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(&entry, site.join(rel)).unwrap();
+    }
+    let model = site.join("model.gguf");
+    let source = dist().join(MODEL);
+    if std::fs::hard_link(&source, &model).is_err() {
+        std::fs::copy(&source, &model).unwrap();
+    }
+    site
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+async fn wllama(b: &Browser, server: &server::Server, gpu: bool) -> serde_json::Value {
+    let url = server.url(&format!(
+        "index.html?gpu={}&tokens={TOKENS}&model=model.gguf",
+        u8::from(gpu)
+    ));
+    b.client.goto(&url).await.unwrap();
+    b.wait_for("window.__result !== undefined", TIMEOUT).await.unwrap();
+    b.eval("return window.__result;").await
+}
+
+async fn tokscope(b: &Browser, server: &server::Server, cpu: bool) -> (f64, String) {
+    let prompt = PROMPT.replace(' ', "%20");
+    let backend = if cpu { "&backend=cpu" } else { "" };
+    // Two runs: the first warms up (pipelines, caches); the meter's mean of the second counts.
+    let url = server.url(&format!(
+        "index.html?prompt={prompt}&max_tokens={TOKENS}&temperature=0{backend}"
+    ));
+    b.client.goto(&url).await.unwrap();
+    let ready = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
+    let done = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+    b.wait_for(ready, TIMEOUT).await.unwrap();
+    for _ in 0..2 {
+        b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
+            .await;
+        b.wait_for("document.querySelector('[data-testid=generate]').disabled", TIMEOUT)
+            .await
+            .ok();
+        b.wait_for(done, TIMEOUT).await.unwrap();
+    }
+    let tok_s = b.text("tok-s-mean").await.trim().parse().unwrap_or(f64::NAN);
+    (tok_s, b.text("backend").await)
+}
+
+#[tokio::main]
+async fn main() {
+    let package = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .expect("usage: vs_wllama PATH/TO/node_modules/@wllama/wllama");
+    let site = wllama_site(&package);
+    let (ours, theirs) = (
+        server::start(&dist(), "127.0.0.1:0").unwrap(),
+        server::start(&site, "127.0.0.1:0").unwrap(),
+    );
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    let w_gpu = wllama(&b, &theirs, true).await;
+    let w_cpu = wllama(&b, &theirs, false).await;
+    let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, false).await;
+    let (t_cpu, _) = tokscope(&b, &ours, true).await;
+    b.close().await;
+    let rate = |v: &serde_json::Value| v["decode_tok_s"].as_f64().unwrap_or(f64::NAN);
+    println!("same browser, same GGUF ({MODEL}), {TOKENS} greedy tokens, second of two runs:");
+    println!("path              tokscope tok/s   wllama tok/s   tokscope ÷ wllama");
+    println!(
+        "WebGPU            {:>14.1} {:>14.1} {:>19.2}   ({t_gpu_backend})",
+        t_gpu,
+        rate(&w_gpu),
+        t_gpu / rate(&w_gpu)
+    );
+    println!(
+        "wasm CPU, 1 thread{:>14.1} {:>14.1} {:>19.2}",
+        t_cpu,
+        rate(&w_cpu),
+        t_cpu / rate(&w_cpu)
+    );
+    println!("wllama details: gpu {w_gpu}\n                cpu {w_cpu}");
+}
