@@ -73,23 +73,10 @@ pub fn on_ready(state: State) {
     match state.dial.get_untracked().stage {
         Stage::Encoding(i) => {
             state.dial.update(|d| d.stage = Stage::Decoding(i));
-            state.begin_run();
+            super::speed_panel::fixed_decode(state, DIAL_TOKENS);
             state
                 .status
                 .set(format!("Precision dial: decoding {DIAL_TOKENS} tokens at {}…", DIAL[i]));
-            send(
-                &ToWorker::Generate(GenerateRequest {
-                    prompt: PROMPT.into(),
-                    chat: false,
-                    sampling: SamplingParams {
-                        temperature: 0.0,
-                        ..Default::default()
-                    },
-                    max_tokens: DIAL_TOKENS,
-                    ignore_eos: true,
-                }),
-                None,
-            );
         }
         Stage::Restoring => state.dial.update(|d| d.stage = Stage::Done),
         _ => {}

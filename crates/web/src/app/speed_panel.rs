@@ -37,10 +37,16 @@ pub fn start(state: State) {
 /// The check's fixed decode: greedy, end-of-text ignored.
 pub fn decode(state: State) {
     state.speed.set(Stage::Decoding);
-    state.begin_run();
+    fixed_decode(state, DECODE_TOKENS);
     state
         .status
         .set(format!("Speed check: decoding {DECODE_TOKENS} tokens…"));
+}
+
+/// A measurement's decode: `tokens` greedy tokens from a fixed prompt, end-of-text ignored
+/// (the speed check and the precision dial).
+pub fn fixed_decode(state: State, tokens: usize) {
+    state.begin_run();
     send(
         &ToWorker::Generate(GenerateRequest {
             prompt: PROMPT.into(),
@@ -49,7 +55,7 @@ pub fn decode(state: State) {
                 temperature: 0.0,
                 ..Default::default()
             },
-            max_tokens: DECODE_TOKENS,
+            max_tokens: tokens,
             ignore_eos: true,
         }),
         None,
