@@ -77,14 +77,28 @@ fn dot_q8_0(row: &[u8], a: ActRow) -> f32 {
     let mut sum = 0f32;
     for (b, blk) in row.chunks_exact(34).enumerate() {
         let y = &a.qs[b * QK..(b + 1) * QK];
-        let mut sumi = 0i32;
-        for (&q, &v) in blk[2..].iter().zip(y) {
-            sumi += (q as i8) as i32 * v as i32;
-        }
+        let sumi = q8_block_sum(&blk[2..], y);
         sum += read_f16(blk, 0) * a.d[b] * sumi as f32;
     }
     sum
 }
+
+/// Σ q·y over one Q8_0 block (exact in integers, so any summation order gives the same bits).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn q8_block_sum(q: &[u8], y: &[i8]) -> i32 {
+    q.iter().zip(y).map(|(&q, &v)| (q as i8) as i32 * v as i32).sum()
+}
+
+/// Σ of the nibble products of one Q4 block: low nibbles × `y[..16]`, high × `y[16..]`.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn q4_block_sum(qs: &[u8], y: &[i8]) -> i32 {
+    (0..16)
+        .map(|j| (qs[j] & 0x0F) as i32 * y[j] as i32 + (qs[j] >> 4) as i32 * y[j + 16] as i32)
+        .sum()
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use super::simd128::{q4_block_sum, q8_block_sum};
 
 /// Q4_0 (`x = d(q − 8)`) and Q4_1 (`x = dq + m`) share the nibble product `Σ q·y`; they differ
 /// only in the block-sum term: `−8 d s` for Q4_0, `m s` for Q4_1, where `s = d_y Σ y`.
@@ -93,11 +107,7 @@ fn dot_q4(row: &[u8], a: ActRow, block_bytes: usize, has_min: bool) -> f32 {
     let mut sum = 0f32;
     for (b, blk) in row.chunks_exact(block_bytes).enumerate() {
         let y = &a.qs[b * QK..(b + 1) * QK];
-        let mut sumi = 0i32;
-        for j in 0..16 {
-            let q = blk[qs_at + j];
-            sumi += (q & 0x0F) as i32 * y[j] as i32 + (q >> 4) as i32 * y[j + 16] as i32;
-        }
+        let sumi = q4_block_sum(&blk[qs_at..qs_at + 16], y);
         let d = read_f16(blk, 0);
         let offset = if has_min { read_f16(blk, 2) } else { -8.0 * d };
         sum += d * a.d[b] * sumi as f32 + offset * a.s[b];

@@ -5,6 +5,8 @@ mod acts;
 mod avx2;
 mod blocks;
 mod dot;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128;
 mod types;
 
 pub use acts::{ActRow, Acts};
