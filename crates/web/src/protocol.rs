@@ -16,9 +16,12 @@ pub enum ModelSource {
 /// Which engine to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BackendChoice {
-    /// WebGPU when the browser offers an adapter, else the CPU engine in wasm.
+    /// WebGPU when the browser offers a hardware adapter, else the CPU engine in wasm (a
+    /// software adapter such as SwiftShader decodes slower than the CPU engine itself).
     Auto,
     Cpu,
+    /// WebGPU whenever there is an adapter, software ones included.
+    Gpu,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

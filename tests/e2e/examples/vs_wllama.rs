@@ -59,7 +59,7 @@ async fn wllama(b: &Browser, server: &server::Server, gpu: bool) -> serde_json::
 
 async fn tokscope(b: &Browser, server: &server::Server, cpu: bool) -> (f64, String) {
     let prompt = PROMPT.replace(' ', "%20");
-    let backend = if cpu { "&backend=cpu" } else { "" };
+    let backend = if cpu { "&backend=cpu" } else { "&backend=gpu" };
     // Two runs: the first warms up (pipelines, caches); the meter's mean of the second counts.
     let url = server.url(&format!(
         "index.html?prompt={prompt}&max_tokens={TOKENS}&temperature=0{backend}"

@@ -269,7 +269,10 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = serve();
     let b = Browser::launch(true, 1280, 1000).await.unwrap();
-    b.client.goto(&server.url("index.html#/embed/speed")).await.unwrap();
+    b.client
+        .goto(&server.url("index.html?backend=gpu#/embed/speed"))
+        .await
+        .unwrap();
     b.wait_for(
         "!document.querySelector('[data-testid=speed-run]').disabled",
         Duration::from_secs(240),

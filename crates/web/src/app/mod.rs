@@ -15,7 +15,7 @@ mod speed_panel;
 mod state;
 
 use crate::params::{AgentSettings, RooflineSettings, RunSettings, Settings};
-use crate::protocol::{BackendChoice, ModelSource, ToWorker};
+use crate::protocol::{ModelSource, ToWorker};
 use crate::route::{Panel, Route};
 use crate::speed::SpeedResult;
 use leptos::prelude::*;
@@ -75,10 +75,7 @@ fn current_route() -> (Route, Option<String>) {
 pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     state.model.set(None);
     state.error.set(None);
-    let backend = match state.settings.get_untracked().force_cpu {
-        true => BackendChoice::Cpu,
-        false => BackendChoice::Auto,
-    };
+    let backend = state.settings.get_untracked().backend;
     link::send(&ToWorker::Load { source, backend }, file);
 }
 

@@ -2,7 +2,7 @@
 
 use super::speed_panel::Stage;
 use crate::params::{AgentSettings, RooflineSettings, RunSettings};
-use crate::protocol::{CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason};
+use crate::protocol::{BackendChoice, CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason};
 use leptos::prelude::*;
 use tokscope_core::meter::DecodeMeter;
 
@@ -223,11 +223,10 @@ impl State {
 
     fn note_backend(&self, info: &ModelInfo) {
         if let Some(reason) = info.backend.fallback_reason.as_ref()
-            && !self.settings.get_untracked().force_cpu
+            && self.settings.get_untracked().backend != BackendChoice::Cpu
         {
             self.notice.set(Some(format!(
-                "WebGPU is not available here ({reason}), so the model runs on the CPU engine in \
-                 WebAssembly: the same results, more slowly."
+                "The model runs on the CPU engine in WebAssembly: {reason}. The results are the same."
             )));
         }
     }

@@ -3,6 +3,7 @@
 //! percent-decoded (the page uses `URLSearchParams`); bad ones are reported, not guessed.
 
 use super::{Settings, flag, number};
+use crate::protocol::BackendChoice;
 use tokscope_core::sampling::SamplingParams;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -12,8 +13,9 @@ pub struct RunSettings {
     pub sampling: SamplingParams,
     pub max_tokens: usize,
     pub autorun: bool,
-    /// `backend=cpu` forces the WebAssembly CPU engine.
-    pub force_cpu: bool,
+    /// `backend=cpu` forces the WebAssembly CPU engine, `backend=gpu` WebGPU even on a software
+    /// adapter; `auto` (the default) picks.
+    pub backend: BackendChoice,
     /// `model=URL` loads another GGUF instead of the default.
     pub model: Option<String>,
 }
@@ -32,7 +34,7 @@ impl Default for RunSettings {
             },
             max_tokens: 64,
             autorun: false,
-            force_cpu: false,
+            backend: BackendChoice::Auto,
             model: None,
         }
     }
@@ -49,10 +51,11 @@ impl Settings for RunSettings {
             "chat" => s.chat = flag(v)?,
             "autorun" => s.autorun = flag(v)?,
             "backend" => {
-                s.force_cpu = match v {
-                    "cpu" => true,
-                    "auto" | "gpu" => false,
-                    _ => return Err(format!("expected cpu or auto, got {v:?}")),
+                s.backend = match v {
+                    "cpu" => BackendChoice::Cpu,
+                    "gpu" => BackendChoice::Gpu,
+                    "auto" => BackendChoice::Auto,
+                    _ => return Err(format!("expected auto, cpu or gpu, got {v:?}")),
                 }
             }
             "model" => s.model = (!v.is_empty()).then(|| v.to_string()),
@@ -84,8 +87,10 @@ impl Settings for RunSettings {
             ("seed", self.sampling.seed.to_string()),
             ("chat", u8::from(self.chat).to_string()),
         ];
-        if self.force_cpu {
-            p.push(("backend", "cpu".into()));
+        match self.backend {
+            BackendChoice::Auto => {}
+            BackendChoice::Cpu => p.push(("backend", "cpu".into())),
+            BackendChoice::Gpu => p.push(("backend", "gpu".into())),
         }
         if let Some(m) = &self.model {
             p.push(("model", m.clone()));
@@ -115,7 +120,7 @@ mod tests {
         assert_eq!(s.max_tokens, 32);
         assert_eq!(s.sampling.temperature, 0.7);
         assert_eq!(s.sampling.seed, 9);
-        assert!(s.chat && s.autorun && !s.force_cpu);
+        assert!(s.chat && s.autorun && s.backend == BackendChoice::Auto);
     }
 
     #[test]

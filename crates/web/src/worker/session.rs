@@ -149,10 +149,12 @@ impl Worker {
     ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
         let reason = match choice {
             BackendChoice::Cpu => "the CPU engine was chosen".to_string(),
-            BackendChoice::Auto => match self.gpu_engine(model, context).await {
-                Ok(ok) => return Ok(ok),
-                Err(e) => e,
-            },
+            BackendChoice::Auto | BackendChoice::Gpu => {
+                match self.gpu_engine(model, context, choice == BackendChoice::Gpu).await {
+                    Ok(ok) => return Ok(ok),
+                    Err(e) => e,
+                }
+            }
         };
         let runner = Runner::cpu(model.clone(), context).map_err(|e| e.to_string())?;
         let backend = BackendInfo {
@@ -169,8 +171,18 @@ impl Worker {
         &self,
         model: &Arc<Model<Vec<u8>>>,
         context: usize,
+        allow_software: bool,
     ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
         let ctx = Arc::new(GpuContext::new().await.map_err(|e| e.to_string())?);
+        if ctx.info.device_type == wgpu::DeviceType::Cpu && !allow_software {
+            let words = super::js::adapter_words()
+                .await
+                .unwrap_or_else(|| "a software adapter".into());
+            return Err(format!(
+                "this browser's WebGPU runs in software ({words}), slower here than the CPU engine; \
+                 add backend=gpu to the URL to use it anyway"
+            ));
+        }
         let (jobs, generation) = (self.jobs.clone(), self.generation);
         ctx.device.set_device_lost_callback(move |reason, message| {
             let _ = jobs.unbounded_send(Job::DeviceLost {
@@ -237,7 +249,7 @@ impl Worker {
             }
         };
         let choice = match loaded.info.backend.gpu {
-            true => BackendChoice::Auto,
+            true => BackendChoice::Gpu,
             false => BackendChoice::Cpu,
         };
         let context = loaded.info.context;
@@ -294,7 +306,8 @@ impl Worker {
         self.generation += 1;
         let model = loaded.model.clone();
         let context = loaded.info.context;
-        let (runner, backend) = self.engine(&model, context, BackendChoice::Auto).await?;
+        // It was on a GPU: stay there, software adapter or not.
+        let (runner, backend) = self.engine(&model, context, BackendChoice::Gpu).await?;
         let loaded = self.loaded.as_mut().expect("still loaded");
         loaded.runner = runner;
         loaded.info.backend = backend;
