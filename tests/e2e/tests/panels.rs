@@ -449,3 +449,27 @@ async fn the_precision_dial_reencodes_decodes_and_restores() {
     b.screenshot(&screenshot_path("precision-dial.png")).await.unwrap();
     b.close().await;
 }
+
+/// The run panel embedded: inputs from the fragment, the engine runs, no site chrome.
+#[tokio::test]
+async fn the_run_embed_generates_from_its_url_without_site_chrome() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(false, 700, 900).await.unwrap();
+    b.client
+        .goto(
+            &server.url(
+                "index.html#/embed/run?prompt=The%20capital%20of%20France%20is&max_tokens=8&temperature=0&autorun=1",
+            ),
+        )
+        .await
+        .unwrap();
+    let done = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+    b.wait_for(done, Duration::from_secs(240)).await.unwrap();
+    assert!(!b.text("output").await.is_empty());
+    assert_eq!(b.value("prompt").await, "The capital of France is");
+    assert!(b.eval("return document.querySelector('h1') === null && document.querySelector('[data-testid=embed-run]') !== null;").await.as_bool().unwrap());
+    assert!(b.text("tok-s-mean").await.trim().parse::<f64>().unwrap() > 0.0);
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}
