@@ -133,11 +133,8 @@ pub fn run(a: BenchArgs) -> CliResult {
     if !(1..=16).contains(&a.batch) {
         return Err(format!("--batch must be 1 to 16, not {}", a.batch));
     }
-    if a.batch > 1 {
-        return Err(format!(
-            "--batch {}: batched decode is not implemented yet (issue #3); only --batch 1 is measured",
-            a.batch
-        ));
+    if a.batch > 1 && a.sweep.is_none() {
+        return crate::sweep::one_batch(&a);
     }
     if let Some(sweep) = a.sweep {
         return crate::sweep::run(&a, sweep);

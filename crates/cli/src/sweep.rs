@@ -1,6 +1,8 @@
 //! `tokscope bench --sweep precision`: the same weights re-encoded at every precision of the
 //! dial, each decoded on the same device, beside the ceiling bandwidth ÷ bytes per token that
-//! the probe predicts. `--sweep batch` needs batched decode, which the engines do not have yet.
+//! the probe predicts. `--sweep batch` (and `--batch B`): B sequences decoded together, one read
+//! of the weights per step, per-user against aggregate tok/s; the CPU engine has batched decode,
+//! the GPU engine not yet (issue #3).
 
 use crate::CliResult;
 use crate::args::{Backend, BenchArgs, Sweep};
@@ -40,9 +42,128 @@ struct Report {
     rows: Vec<Row>,
 }
 
+/// Batch sizes of the batch sweep.
+const BATCHES: [usize; 5] = [1, 2, 4, 8, 16];
+
+#[derive(Serialize)]
+struct BatchRow {
+    batch: usize,
+    per_user_tok_s: f64,
+    aggregate_tok_s: f64,
+    /// Weights once + every sequence's KV cache, averaged over the decoded positions.
+    bytes_per_step: f64,
+    effective_gb_s: f64,
+}
+
+#[derive(Serialize)]
+struct BatchReport {
+    sweep: &'static str,
+    backend: &'static str,
+    adapter: String,
+    tokens: usize,
+    runs: usize,
+    rows: Vec<BatchRow>,
+}
+
+/// Times `runs` batched decodes of `tokens` steps for `b` sequences (each after the same short
+/// prompt), greedy per sequence.
+fn measure_batch<B: AsRef<[u8]>>(
+    model: &Arc<Model<B>>,
+    prompt: &[u32],
+    tokens: usize,
+    runs: usize,
+    b: usize,
+) -> Result<BatchRow, String> {
+    use tokscope_core::cpu::CpuEngine;
+    use tokscope_core::sampling::argmax;
+    let context = prompt.len() + tokens + 9;
+    let mut e = CpuEngine::with_sequences(model.clone(), context, b).map_err(|e| e.to_string())?;
+    let vocab = model.config.vocab_size;
+    let step = |e: &mut CpuEngine<B>, n: usize| -> Result<f64, String> {
+        e.reset();
+        let mut next = vec![0u32; b];
+        for (s, t) in next.iter_mut().enumerate() {
+            *t = argmax(e.prefill_seq(s, prompt).map_err(|e| e.to_string())?);
+        }
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            let logits = e.decode_batch(&next).map_err(|e| e.to_string())?;
+            for (s, t) in next.iter_mut().enumerate() {
+                *t = argmax(&logits[s * vocab..(s + 1) * vocab]);
+            }
+        }
+        Ok(n as f64 / start.elapsed().as_secs_f64())
+    };
+    step(&mut e, 8)?; // warm-up
+    let mut rates = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        rates.push(step(&mut e, tokens)?);
+    }
+    let per_user = median(&rates);
+    let weights = model.desc.weight_bytes_per_token() as f64;
+    let kv = (prompt.len()..prompt.len() + tokens)
+        .map(|p| (p as u64 + 1) * model.config.kv_bytes_per_token_f32())
+        .sum::<u64>() as f64
+        / tokens as f64;
+    let bytes_per_step = weights + b as f64 * kv;
+    Ok(BatchRow {
+        batch: b,
+        per_user_tok_s: per_user,
+        aggregate_tok_s: per_user * b as f64,
+        bytes_per_step,
+        effective_gb_s: per_user * bytes_per_step / 1e9,
+    })
+}
+
+fn batch_sweep(a: &BenchArgs, batches: &[usize]) -> CliResult {
+    if a.backend == Backend::Gpu {
+        return Err(
+            "batched decode runs on the CPU engine only so far (the GPU engine's is issue #3): use --backend cpu"
+                .into(),
+        );
+    }
+    let loaded = crate::model_file::load(&a.model)?;
+    let prompt = bench_prompt(&loaded.tokenizer, a.prompt_tokens.min(16))?;
+    let mut rows = Vec::new();
+    for &b in batches {
+        rows.push(measure_batch(&loaded.model, &prompt, a.tokens, a.runs, b)?);
+    }
+    let adapter = format!("CPU, {} threads", tokscope_core::cpu::parallel::threads());
+    let report = BatchReport {
+        sweep: "batch",
+        backend: "cpu",
+        adapter,
+        tokens: a.tokens,
+        runs: a.runs,
+        rows,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    println!("batch sweep — {} — {}", report.backend, report.adapter);
+    println!("batch  per-user tok/s  aggregate tok/s  MB/step  effective GB/s");
+    for r in &report.rows {
+        println!(
+            "{:>5} {:>15.1} {:>16.1} {:>8.1} {:>15.2}",
+            r.batch,
+            r.per_user_tok_s,
+            r.aggregate_tok_s,
+            r.bytes_per_step / 1e6,
+            r.effective_gb_s
+        );
+    }
+    Ok(())
+}
+
+/// `tokscope bench --batch B` (B > 1): one row of the batch sweep.
+pub fn one_batch(a: &BenchArgs) -> CliResult {
+    batch_sweep(a, &[a.batch])
+}
+
 pub fn run(a: &BenchArgs, sweep: Sweep) -> CliResult {
     if sweep == Sweep::Batch {
-        return Err("--sweep batch: batched decode is not implemented yet (issue #3); only batch 1 is measured".into());
+        return batch_sweep(a, &BATCHES);
     }
     let gguf = open(&a.model)?;
     let shown = a.model.display();

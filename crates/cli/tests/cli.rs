@@ -531,8 +531,49 @@ fn bench_sweeps_the_precision_dial() {
     assert!(rows.iter().all(|r| r["decode_tok_s"].as_f64().unwrap() > 0.0));
     let text = String::from_utf8(tokscope(&args).stdout).unwrap();
     assert!(text.contains("precision sweep") && text.contains("F16"), "{text}");
+}
+
+#[test]
+fn bench_sweeps_batch_sizes_on_the_cpu_engine() {
+    let m = tiny();
+    let v = json(&tokscope(&[
+        "bench",
+        "--model",
+        s(&m),
+        "--sweep",
+        "batch",
+        "--tokens",
+        "8",
+        "--runs",
+        "3",
+        "--json",
+    ]));
+    let rows = v["rows"].as_array().unwrap();
+    let batches: Vec<u64> = rows.iter().map(|r| r["batch"].as_u64().unwrap()).collect();
+    assert_eq!(batches, [1, 2, 4, 8, 16]);
+    for r in rows {
+        let (user, all, b) = (
+            r["per_user_tok_s"].as_f64().unwrap(),
+            r["aggregate_tok_s"].as_f64().unwrap(),
+            r["batch"].as_f64().unwrap(),
+        );
+        assert!(user > 0.0 && (all - user * b).abs() < 1e-6 * all, "{r}");
+    }
+    let one = json(&tokscope(&[
+        "bench",
+        "--model",
+        s(&m),
+        "--batch",
+        "4",
+        "--tokens",
+        "8",
+        "--runs",
+        "3",
+        "--json",
+    ]));
+    assert_eq!(one["rows"][0]["batch"], 4);
     assert_clean_error(
-        &tokscope(&["bench", "--model", s(&m), "--sweep", "batch"]),
-        "batched decode is not implemented yet",
+        &tokscope(&["bench", "--model", s(&m), "--sweep", "batch", "--backend", "gpu"]),
+        "--backend cpu",
     );
 }

@@ -49,10 +49,21 @@ struct Scratch {
     sin: Vec<f32>,
 }
 
+/// Which sequence and position each row of a pass belongs to.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// Consecutive tokens of one sequence from `pos0` (prefill, or one decode step).
+    Run { seq: usize, pos0: usize },
+    /// Row `b` is the next token of sequence `b` (batched decode).
+    Batch,
+}
+
 pub struct CpuEngine<B> {
     model: Arc<Model<B>>,
-    kv: KvCache,
-    pos: usize,
+    /// One KV cache per sequence; sequence 0 is the one `prefill`/`decode` use.
+    kv: Vec<KvCache>,
+    /// Tokens in each sequence's cache.
+    pos: Vec<usize>,
     norms: Vec<[Vec<f32>; 2]>,
     output_norm: Vec<f32>,
     inv_freq: Vec<f32>,
@@ -62,12 +73,20 @@ pub struct CpuEngine<B> {
 impl<B: AsRef<[u8]>> CpuEngine<B> {
     /// An engine with room for `context` tokens (capped at the model's trained context).
     pub fn new(model: Arc<Model<B>>, context: usize) -> Result<Self, EngineError> {
+        Self::with_sequences(model, context, 1)
+    }
+
+    /// An engine for `seqs` independent sequences of up to `context` tokens each, decoded
+    /// together by [`decode_batch`](Self::decode_batch): one read of the weights per step for
+    /// all of them, the lesson of batching.
+    pub fn with_sequences(model: Arc<Model<B>>, context: usize, seqs: usize) -> Result<Self, EngineError> {
+        let seqs = seqs.max(1);
         let c = &model.config;
         if c.head_dim > MAX_HEAD_DIM {
             return Err(EngineError::HeadDimTooLarge(c.head_dim));
         }
         let context = context.clamp(1, c.context_length);
-        let n = PREFILL_CHUNK;
+        let n = PREFILL_CHUNK.max(seqs);
         let norms = model
             .desc
             .layers
@@ -85,15 +104,17 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
             gate: vec![0.0; n * c.ffn_dim],
             up: vec![0.0; n * c.ffn_dim],
             hb: Acts::new(n, c.ffn_dim),
-            last: Acts::new(1, c.d_model),
-            logits: vec![0.0; c.vocab_size],
+            last: Acts::new(seqs, c.d_model),
+            logits: vec![0.0; seqs * c.vocab_size],
             tmp: Vec::with_capacity(n * c.ffn_dim.max(c.d_model)),
             cos: vec![0.0; c.rope_dim / 2],
             sin: vec![0.0; c.rope_dim / 2],
         };
         Ok(Self {
-            kv: KvCache::new(c.n_layers, context, c.kv_dim()),
-            pos: 0,
+            kv: (0..seqs)
+                .map(|_| KvCache::new(c.n_layers, context, c.kv_dim()))
+                .collect(),
+            pos: vec![0; seqs],
             output_norm: model.dequantized(&model.desc.output_norm),
             inv_freq: model.rope_inv_freq(),
             norms,
@@ -108,58 +129,95 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
 
     /// Tokens in the KV cache (the position of the next token).
     pub fn position(&self) -> usize {
-        self.pos
+        self.pos[0]
     }
 
     pub fn context_capacity(&self) -> usize {
-        self.kv.capacity()
+        self.kv[0].capacity()
     }
 
-    /// Forgets the conversation; the buffers stay allocated.
+    /// Sequences this engine holds.
+    pub fn sequences(&self) -> usize {
+        self.kv.len()
+    }
+
+    /// Forgets every conversation; the buffers stay allocated.
     pub fn reset(&mut self) {
-        self.pos = 0;
+        self.pos.iter_mut().for_each(|p| *p = 0);
     }
 
     /// Runs the prompt in batched chunks and returns the logits of its last token.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<&[f32], EngineError> {
+        self.prefill_seq(0, tokens)
+    }
+
+    /// [`prefill`](Self::prefill) into sequence `seq`.
+    pub fn prefill_seq(&mut self, seq: usize, tokens: &[u32]) -> Result<&[f32], EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
-        self.check(tokens)?;
+        self.check(seq, tokens)?;
         let chunks: Vec<&[u32]> = tokens.chunks(PREFILL_CHUNK).collect();
         for (i, chunk) in chunks.iter().enumerate() {
-            self.forward(chunk, i + 1 == chunks.len());
+            let rows = Rows::Run {
+                seq,
+                pos0: self.pos[seq],
+            };
+            self.forward(chunk, rows, i + 1 == chunks.len());
         }
-        Ok(&self.s.logits)
+        Ok(&self.s.logits[..self.model.config.vocab_size])
     }
 
     /// Appends one token and returns the logits for the next.
     pub fn decode(&mut self, token: u32) -> Result<&[f32], EngineError> {
-        self.check(&[token])?;
-        self.forward(&[token], true);
-        Ok(&self.s.logits)
+        self.check(0, &[token])?;
+        self.forward(
+            &[token],
+            Rows::Run {
+                seq: 0,
+                pos0: self.pos[0],
+            },
+            true,
+        );
+        Ok(&self.s.logits[..self.model.config.vocab_size])
     }
 
-    fn check(&self, tokens: &[u32]) -> Result<(), EngineError> {
+    /// Appends `tokens[b]` to sequence `b` for every sequence at once and returns the logits
+    /// of each, `[b][vocab]`. The weights are read once for the whole batch.
+    pub fn decode_batch(&mut self, tokens: &[u32]) -> Result<&[f32], EngineError> {
+        assert_eq!(tokens.len(), self.kv.len(), "one token per sequence");
+        for (b, t) in tokens.iter().enumerate() {
+            self.check(b, std::slice::from_ref(t))?;
+        }
+        self.forward(tokens, Rows::Batch, true);
+        Ok(&self.s.logits[..tokens.len() * self.model.config.vocab_size])
+    }
+
+    fn check(&self, seq: usize, tokens: &[u32]) -> Result<(), EngineError> {
         let vocab = self.model.config.vocab_size;
         if let Some(&token) = tokens.iter().find(|&&t| t as usize >= vocab) {
             return Err(EngineError::TokenOutOfRange { token, vocab });
         }
-        let needed = self.pos + tokens.len();
-        if needed > self.kv.capacity() {
+        let needed = self.pos[seq] + tokens.len();
+        if needed > self.kv[seq].capacity() {
             return Err(EngineError::ContextFull {
                 needed,
-                capacity: self.kv.capacity(),
+                capacity: self.kv[seq].capacity(),
             });
         }
         Ok(())
     }
 
-    fn forward(&mut self, tokens: &[u32], want_logits: bool) {
+    fn forward(&mut self, tokens: &[u32], rows: Rows, want_logits: bool) {
         let model = &*self.model;
         let c = &model.config;
         let bytes = model.gguf.bytes();
-        let (n, d, pos0) = (tokens.len(), c.d_model, self.pos);
+        let (n, d) = (tokens.len(), c.d_model);
+        // Row t's sequence and position.
+        let at = |t: usize| match rows {
+            Rows::Run { seq, pos0 } => (seq, pos0 + t),
+            Rows::Batch => (t, self.pos[t]),
+        };
         let s = &mut self.s;
         for (t, &tok) in tokens.iter().enumerate() {
             model.embed(tok, &mut s.x[t * d..(t + 1) * d]);
@@ -180,13 +238,32 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
             matmul(&layer.wk, bytes, &s.xb, &mut s.k, &mut s.tmp);
             matmul(&layer.wv, bytes, &s.xb, &mut s.v, &mut s.tmp);
             for t in 0..n {
-                rope_table(pos0 + t, &self.inv_freq, &mut s.cos, &mut s.sin);
+                rope_table(at(t).1, &self.inv_freq, &mut s.cos, &mut s.sin);
                 apply_rope(&mut s.q[t * qd..(t + 1) * qd], c.head_dim, &s.cos, &s.sin);
                 apply_rope(&mut s.k[t * kvd..(t + 1) * kvd], c.head_dim, &s.cos, &s.sin);
             }
-            self.kv.write(li, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
-            let (kc, vc) = self.kv.layer(li, pos0 + n);
-            attention(&shape, &s.q[..n * qd], kc, vc, pos0, s.att.x_mut());
+            match rows {
+                Rows::Run { seq, pos0 } => {
+                    self.kv[seq].write(li, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
+                    let (kc, vc) = self.kv[seq].layer(li, pos0 + n);
+                    attention(&shape, &s.q[..n * qd], kc, vc, pos0, s.att.x_mut());
+                }
+                Rows::Batch => {
+                    for t in 0..n {
+                        let pos = self.pos[t];
+                        self.kv[t].write(li, pos, &s.k[t * kvd..(t + 1) * kvd], &s.v[t * kvd..(t + 1) * kvd]);
+                        let (kc, vc) = self.kv[t].layer(li, pos + 1);
+                        attention(
+                            &shape,
+                            &s.q[t * qd..(t + 1) * qd],
+                            kc,
+                            vc,
+                            pos,
+                            &mut s.att.x_mut()[t * qd..(t + 1) * qd],
+                        );
+                    }
+                }
+            }
             s.att.quantize();
             matmul(&layer.wo, bytes, &s.att, &mut s.proj, &mut s.tmp);
             add_in_place(&mut s.x[..n * d], &s.proj[..n * d]);
@@ -200,9 +277,25 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
             matmul(&layer.w_down, bytes, &s.hb, &mut s.proj, &mut s.tmp);
             add_in_place(&mut s.x[..n * d], &s.proj[..n * d]);
         }
-        self.pos += n;
+        // Logits of the last row for a run; of every row (one per sequence) for a batch.
+        let logit_rows = match rows {
+            Rows::Run { seq, .. } => {
+                self.pos[seq] += n;
+                (n - 1)..n
+            }
+            Rows::Batch => {
+                self.pos.iter_mut().for_each(|p| *p += 1);
+                0..n
+            }
+        };
         if want_logits {
-            norm_rows(&s.x[(n - 1) * d..n * d], &self.output_norm, c.rms_eps, &mut s.last);
+            s.last.set_n(logit_rows.len());
+            norm_rows(
+                &s.x[logit_rows.start * d..logit_rows.end * d],
+                &self.output_norm,
+                c.rms_eps,
+                &mut s.last,
+            );
             matmul(&model.desc.output, bytes, &s.last, &mut s.logits, &mut s.tmp);
         }
     }
