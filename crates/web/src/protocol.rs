@@ -45,6 +45,12 @@ pub enum ToWorker {
     Generate(GenerateRequest),
     /// Runs the bandwidth probe on the engine's GPU (answered with [`FromWorker::Probe`]).
     Probe,
+    /// The batch dial: `tokens` steps of batched greedy decode on the CPU engine for each batch
+    /// size (answered with one [`FromWorker::BatchPoint`] each, then `BatchDone`).
+    BatchDial {
+        batches: Vec<usize>,
+        tokens: usize,
+    },
     /// Re-encodes the loaded model's matrices at a precision of the dial (`"Q8_0"`), or back to
     /// the file's own with `None`; answered with [`FromWorker::Ready`].
     Requantize {
@@ -174,6 +180,13 @@ pub enum FromWorker {
     Recovered(ModelInfo),
     /// The bandwidth probe's figures.
     Probe(ProbeReport),
+    /// One batch size measured: one sequence's rate and all sequences' together.
+    BatchPoint {
+        batch: usize,
+        per_user_tok_s: f64,
+        aggregate_tok_s: f64,
+    },
+    BatchDone,
     Error {
         message: String,
     },

@@ -473,3 +473,45 @@ async fn the_run_embed_generates_from_its_url_without_site_chrome() {
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }
+
+/// The batch dial in the page: per-user and aggregate rates for B = 1…16 on the CPU engine,
+/// aggregate = B × per-user.
+#[tokio::test]
+async fn the_batch_dial_shows_per_user_and_aggregate_rates() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(false, 1280, 1000).await.unwrap();
+    b.client
+        .goto(&server.url("index.html?backend=cpu#/speed"))
+        .await
+        .unwrap();
+    b.wait_for(
+        "!document.querySelector('[data-testid=batch-run]').disabled",
+        Duration::from_secs(240),
+    )
+    .await
+    .unwrap();
+    b.eval("document.querySelector('[data-testid=batch-run]').click(); return 0;")
+        .await;
+    b.wait_for(&present("batch-row-16"), Duration::from_secs(600))
+        .await
+        .unwrap();
+    let num = |s: String| s.trim().parse::<f64>().unwrap();
+    let mut rows = vec![];
+    for batch in [1, 2, 4, 8, 16] {
+        let (user, all) = (
+            num(b.text(&format!("batch-user-{batch}")).await),
+            num(b.text(&format!("batch-all-{batch}")).await),
+        );
+        assert!(
+            (all - user * batch as f64).abs() <= 0.05 * batch as f64 + 0.1,
+            "B={batch}: {user} × {batch} vs {all}"
+        );
+        rows.push((batch, user, all));
+    }
+    println!("batch dial in the page (CPU engine): {rows:?}");
+    // No claim about the shape: on the wasm CPU engine decode is compute-bound, so the
+    // aggregate stays nearly flat (the lesson's bandwidth-bound case needs the GPU's batch).
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}

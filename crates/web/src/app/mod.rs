@@ -2,6 +2,7 @@
 //! ([`link`]); the page renders [`state::State`] and sends what the reader asks for.
 
 mod agent_panel;
+mod batch_panel;
 mod dial_panel;
 mod explain;
 mod field;

@@ -147,6 +147,7 @@ pub fn SpeedPanel(state: State, shared: Option<SpeedResult>) -> impl IntoView {
                 _ => shared.clone().map(|r| view! { <Card result=r shared=true/> }.into_any()),
             }}
             <super::dial_panel::DialPanel state/>
+            <super::batch_panel::BatchPanel state/>
         </section>
     }
 }

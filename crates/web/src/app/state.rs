@@ -46,6 +46,7 @@ pub struct State {
     pub probe: RwSignal<Option<ProbeReport>>,
     pub speed: RwSignal<super::speed_panel::Stage>,
     pub dial: RwSignal<super::dial_panel::Dial>,
+    pub batch: RwSignal<super::batch_panel::BatchDial>,
 }
 
 /// Records when the model was first ready (ms since navigation) as `window.__tokscope_ready_ms`,
@@ -73,6 +74,7 @@ impl State {
             probe: RwSignal::new(None),
             speed: RwSignal::new(super::speed_panel::Stage::Idle),
             dial: RwSignal::new(Default::default()),
+            batch: RwSignal::new(Default::default()),
             autorun_pending: RwSignal::new(settings.autorun),
             settings: RwSignal::new(settings),
             status: RwSignal::new("Starting the engine…".into()),
@@ -207,7 +209,19 @@ impl State {
                     super::speed_panel::decode(*self);
                 }
             }
+            FromWorker::BatchPoint {
+                batch,
+                per_user_tok_s,
+                aggregate_tok_s,
+            } => self
+                .batch
+                .update(|b| b.points.push((batch, per_user_tok_s, aggregate_tok_s))),
+            FromWorker::BatchDone => {
+                self.batch.update(|b| b.running = false);
+                self.status.set("Batch dial: done.".into());
+            }
             FromWorker::Error { message } => {
+                self.batch.update(|b| b.running = false);
                 if matches!(self.speed.get_untracked(), Stage::Probing | Stage::Decoding) {
                     self.speed.set(Stage::Failed(message.clone()));
                 }

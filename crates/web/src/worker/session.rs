@@ -14,12 +14,13 @@ use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
+use tokscope_core::cpu::CpuEngine;
 use tokscope_core::gguf::Gguf;
 use tokscope_core::model::Model;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
 use tokscope_core::quant::GgmlType;
 use tokscope_core::requant::{DIAL, encoded_len, requantize};
-use tokscope_core::sampling::Sampler;
+use tokscope_core::sampling::{Sampler, argmax};
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::runner::Runner;
@@ -71,6 +72,7 @@ impl Worker {
             },
             Job::Message(ToWorker::LoseDevice, _) => self.lose_device(),
             Job::Message(ToWorker::Probe, _) => self.probe().await,
+            Job::Message(ToWorker::BatchDial { batches, tokens }, _) => self.batch_dial(&batches, tokens).await,
             Job::Message(ToWorker::Requantize { precision }, _) => self.requantize(precision).await,
             Job::Message(ToWorker::Stop, _) => Ok(()),
             Job::DeviceLost { generation, message } if generation == self.generation => self.recover(message).await,
@@ -264,6 +266,39 @@ impl Worker {
         loaded.model = model;
         loaded.runner = runner;
         post(&FromWorker::Ready(loaded.info.clone()));
+        Ok(())
+    }
+
+    /// Batched decode on the CPU engine (the GPU engine has none yet): B sequences after the
+    /// same short prompt, `tokens` greedy steps, one read of the weights per step.
+    async fn batch_dial(&mut self, batches: &[usize], tokens: usize) -> Result<(), String> {
+        let loaded = self.loaded.as_ref().ok_or("no model is loaded yet")?;
+        let model = loaded.model.clone();
+        let prompt = prompt_tokens(&loaded.tokenizer, None, crate::speed::PROMPT).map_err(|e| e.to_string())?;
+        let vocab = model.config.vocab_size;
+        for &b in batches {
+            let mut e =
+                CpuEngine::with_sequences(model.clone(), prompt.len() + tokens + 1, b).map_err(|e| e.to_string())?;
+            let mut next = vec![0u32; b];
+            for (s, t) in next.iter_mut().enumerate() {
+                *t = argmax(e.prefill_seq(s, &prompt).map_err(|e| e.to_string())?);
+            }
+            let start = now_s();
+            for _ in 0..tokens {
+                let logits = e.decode_batch(&next).map_err(|e| e.to_string())?;
+                for (s, t) in next.iter_mut().enumerate() {
+                    *t = argmax(&logits[s * vocab..(s + 1) * vocab]);
+                }
+                yield_now().await; // let a Stop or the page's messages through
+            }
+            let per_user_tok_s = tokens as f64 / (now_s() - start).max(1e-9);
+            post(&FromWorker::BatchPoint {
+                batch: b,
+                per_user_tok_s,
+                aggregate_tok_s: per_user_tok_s * b as f64,
+            });
+        }
+        post(&FromWorker::BatchDone);
         Ok(())
     }
 

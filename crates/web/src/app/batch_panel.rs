@@ -1,0 +1,63 @@
+//! The batch dial: B = 1, 2, 4, 8, 16 sequences decoded together, one sequence's rate beside all
+//! of them together — latency against throughput. It runs on the CPU engine, the only one with
+//! batched decode so far (the GPU engine's is issue #3), and says so.
+
+use super::link::send;
+use super::state::State;
+use crate::protocol::ToWorker;
+use leptos::prelude::*;
+
+pub const BATCHES: [usize; 5] = [1, 2, 4, 8, 16];
+/// Decode steps per batch size.
+pub const BATCH_TOKENS: usize = 16;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchDial {
+    pub running: bool,
+    /// (batch, per-user tok/s, aggregate tok/s)
+    pub points: Vec<(usize, f64, f64)>,
+}
+
+pub fn start(state: State) {
+    state.batch.set(BatchDial {
+        running: true,
+        points: vec![],
+    });
+    state.status.set("Batch dial: decoding on the CPU engine…".into());
+    send(
+        &ToWorker::BatchDial {
+            batches: BATCHES.to_vec(),
+            tokens: BATCH_TOKENS,
+        },
+        None,
+    );
+}
+
+#[component]
+pub fn BatchPanel(state: State) -> impl IntoView {
+    let ready = move || state.model.get().is_some() && !state.running.get() && !state.batch.get().running;
+    let top = move || state.batch.with(|b| b.points.iter().map(|p| p.2).fold(1e-9, f64::max));
+    view! {
+        <div class="dial" data-testid="batch">
+            <h3>"Batch dial"</h3>
+            <p class="explain">"Several sequences decoded together share one read of the weights per step. Where decoding is "
+                "bandwidth-bound, the total rate grows almost with the batch while one user's rate barely moves; where arithmetic "
+                "binds, both move less. This runs on the CPU engine, the only one here with batched decode so far."</p>
+            <button data-testid="batch-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the batch dial"</button>
+            <table class="dial-table">
+                <thead><tr><th>"Batch"</th><th>"Per user tok/s"</th><th>"Aggregate tok/s"</th><th class="bars-h">"(bars: aggregate, per user)"</th></tr></thead>
+                <tbody>{move || state.batch.get().points.into_iter().map(|(b, user, all)| view! {
+                    <tr data-testid=format!("batch-row-{b}")>
+                        <td>{b}</td>
+                        <td data-testid=format!("batch-user-{b}")>{format!("{user:.1}")}</td>
+                        <td data-testid=format!("batch-all-{b}")>{format!("{all:.1}")}</td>
+                        <td class="bars">
+                            <div class="bar all" style:width=format!("{:.1}%", 100.0 * all / top())></div>
+                            <div class="bar user" style:width=format!("{:.1}%", 100.0 * user / top())></div>
+                        </td>
+                    </tr>
+                }).collect_view()}</tbody>
+            </table>
+        </div>
+    }
+}
