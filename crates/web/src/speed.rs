@@ -94,7 +94,8 @@ impl Settings for SpeedResult {
             ("adapter", self.adapter.clone()),
             ("browser", self.browser.clone()),
             ("model_name", self.model.clone()),
-            ("tok_s", format!("{:.2}", self.tok_s)),
+            // Full precision: the shared card must round to the same figures as the original.
+            ("tok_s", self.tok_s.to_string()),
             ("bytes_per_token", self.bytes_per_token.to_string()),
         ];
         for (k, v) in [
@@ -103,7 +104,7 @@ impl Settings for SpeedResult {
             ("round_trip_ms", self.round_trip_ms),
         ] {
             if let Some(v) = v {
-                p.push((k, format!("{v:.3}")));
+                p.push((k, v.to_string()));
             }
         }
         p
@@ -183,7 +184,12 @@ mod tests {
 
     #[test]
     fn share_pairs_round_trip() {
-        let r = sample();
+        // Figures that a rounded link would display differently (2.1649… vs 2.165).
+        let r = SpeedResult {
+            gb_s: Some(2.164_9),
+            tok_s: 2.249_9,
+            ..sample()
+        };
         let pairs = r.to_pairs();
         let (back, errors) = SpeedResult::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
         assert!(errors.is_empty(), "{errors:?}");

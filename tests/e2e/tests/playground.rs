@@ -137,7 +137,7 @@ async fn without_webgpu_the_cpu_engine_runs_the_same_text() {
     b.close().await;
 }
 
-/// Decodes with the Generate button, records main-thread long tasks meanwhile, then loses the
+/// Loads and decodes with the Generate button, recording main-thread long tasks meanwhile, then loses the
 /// GPU device on purpose and checks that the engine recovers and generates again.
 #[tokio::test]
 async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
@@ -149,6 +149,19 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
         .await
         .unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
+    // Loading (download, parse, upload) runs in the worker: no main-thread task over 50 ms
+    // from the first progress report to "ready".
+    let during_load = b
+        .eval(
+            "return __tokscope_longtasks.filter(t => t.start >= window.__tokscope_load_start_ms \
+             && t.start <= window.__tokscope_ready_ms).map(t => t.duration);",
+        )
+        .await;
+    assert_eq!(
+        during_load,
+        serde_json::json!([]),
+        "main-thread tasks over 50 ms while loading (ms)"
+    );
     let t0 = b.eval("return performance.now();").await.as_f64().unwrap();
     b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
         .await;

@@ -49,11 +49,12 @@ pub struct State {
     pub batch: RwSignal<super::batch_panel::BatchDial>,
 }
 
-/// Records when the model was first ready (ms since navigation) as `window.__tokscope_ready_ms`,
-/// for the end-to-end tests' load-time figure and anyone curious.
-fn mark_first_ready() {
+/// Records the first time of an event (ms since navigation) as `window.<key>`, for the
+/// end-to-end tests' load figures and anyone curious: `__tokscope_load_start_ms` (the worker's
+/// first progress report), `__tokscope_ready_ms` (the model first ready).
+fn mark_first(key: &str) {
     let Some(w) = web_sys::window() else { return };
-    let key = wasm_bindgen::JsValue::from_str("__tokscope_ready_ms");
+    let key = wasm_bindgen::JsValue::from_str(key);
     if js_sys::Reflect::get(&w, &key).is_ok_and(|v| v.is_undefined()) {
         let _ = js_sys::Reflect::set(&w, &key, &(page_now_s() * 1e3).into());
     }
@@ -123,6 +124,7 @@ impl State {
                 self.status.set("Engine started.".into());
             }
             FromWorker::Progress { phase, done, total } => {
+                mark_first("__tokscope_load_start_ms");
                 let name = format!("{phase:?}");
                 if !self.phases_seen.get_untracked().split(' ').any(|p| p == name) {
                     self.phases_seen.update(|s| {
@@ -146,7 +148,7 @@ impl State {
             }
             FromWorker::Ready(info) => {
                 self.loading.set(None);
-                mark_first_ready();
+                mark_first("__tokscope_ready_ms");
                 self.status
                     .set(format!("Ready: {} on {}.", info.name, info.backend.label));
                 self.note_backend(&info);
