@@ -9,6 +9,7 @@ use super::state::State;
 use crate::chart::{self, BOTTOM, DataPoint, HEIGHT, LEFT, RIGHT, TOP, WIDTH};
 use crate::params::{ROOFLINE_CUSTOM as CUSTOM, ROOFLINE_LOADED as LOADED, ROOFLINE_MEASURED as MEASURED};
 use crate::params::{RooflineSettings, Settings};
+use crate::protocol::ModelInfo;
 use crate::route::Panel;
 use leptos::prelude::*;
 use tokscope_core::human::{bytes, si};
@@ -45,22 +46,30 @@ fn measured(state: State, bandwidth_gb_s: f64) -> Measured {
     }
 }
 
+/// Takes the loaded model's figures; a file the calculator cannot use leaves them as they were.
+fn follow_loaded(r: RwSignal<RooflineSettings>, m: &ModelInfo) {
+    let shape = (m.layers as u32, m.kv_heads as u32, m.head_dim as u32);
+    r.update(|s| {
+        let _ = s.use_loaded(m.parameters, m.weight_bytes, shape, m.kv_bits);
+    });
+}
+
+/// Takes the probe's bandwidth; a probe that measured nothing usable changes nothing.
+fn follow_probe(r: RwSignal<RooflineSettings>, gb_s: f64) {
+    r.update(|s| {
+        let _ = s.use_measured(gb_s);
+    });
+}
+
 fn pick(state: State, what: &'static str, id: String) {
     let r = state.roofline;
     match (what, id.as_str()) {
         ("model", LOADED) => match state.model.get_untracked() {
-            Some(m) => r.update(|s| {
-                s.use_loaded(
-                    m.parameters,
-                    m.weight_bytes,
-                    (m.layers as u32, m.kv_heads as u32, m.head_dim as u32),
-                    m.kv_bits,
-                )
-            }),
+            Some(m) => follow_loaded(r, &m),
             None => r.update(|s| s.model_preset = LOADED.into()),
         },
         ("device", MEASURED) => match state.probe.get_untracked() {
-            Some(p) => r.update(|s| s.use_measured(p.read_gb_s)),
+            Some(p) => follow_probe(r, p.read_gb_s),
             None => r.update(|s| s.device = MEASURED.into()),
         },
         ("model", _) => r.update(|s| {
@@ -80,21 +89,14 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
         if let Some(m) = state.model.get()
             && settings.with_untracked(|s| s.model_preset == LOADED)
         {
-            settings.update(|s| {
-                s.use_loaded(
-                    m.parameters,
-                    m.weight_bytes,
-                    (m.layers as u32, m.kv_heads as u32, m.head_dim as u32),
-                    m.kv_bits,
-                )
-            });
+            follow_loaded(settings, &m);
         }
     });
     Effect::new(move || {
         if let Some(p) = state.probe.get()
             && settings.with_untracked(|s| s.device == MEASURED)
         {
-            settings.update(|s| s.use_measured(p.read_gb_s));
+            follow_probe(settings, p.read_gb_s);
         }
     });
     // Settings only ever hold valid inputs, so the estimate always exists.

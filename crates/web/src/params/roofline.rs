@@ -92,19 +92,39 @@ impl RooflineSettings {
 
     /// Takes the loaded model's figures: its parameter count, the bits per weight its weight
     /// bytes imply (scales included), its KV shape and the engine's KV precision.
-    pub fn use_loaded(&mut self, params: u64, weight_bytes: u64, kv_shape: (u32, u32, u32), kv_bits: u32) {
-        self.model_preset = LOADED.into();
-        self.params = params as f64;
-        self.bits = weight_bytes as f64 * 8.0 / params.max(1) as f64;
-        self.kv_shape = Some(kv_shape);
-        self.kv_bits = kv_bits as f64;
+    /// Figures the calculator cannot use (a zero-parameter file) leave the settings unchanged.
+    pub fn use_loaded(
+        &mut self,
+        params: u64,
+        weight_bytes: u64,
+        kv_shape: (u32, u32, u32),
+        kv_bits: u32,
+    ) -> Result<(), String> {
+        let mut s = self.clone();
+        s.model_preset = LOADED.into();
+        s.params = params as f64;
+        s.bits = weight_bytes as f64 * 8.0 / params.max(1) as f64;
+        s.kv_shape = Some(kv_shape);
+        s.kv_bits = kv_bits as f64;
+        self.accept(s)
     }
 
-    /// Takes this device's measured read bandwidth (no compute roof: the probe measures none).
-    pub fn use_measured(&mut self, gb_s: f64) {
-        self.device = MEASURED.into();
-        self.bandwidth_gb_s = gb_s;
-        self.tflops = None;
+    /// Takes this device's measured read bandwidth (no compute roof: the probe measures none);
+    /// a probe that measured nothing usable leaves the settings unchanged.
+    pub fn use_measured(&mut self, gb_s: f64) -> Result<(), String> {
+        let mut s = self.clone();
+        s.device = MEASURED.into();
+        s.bandwidth_gb_s = gb_s;
+        s.tflops = None;
+        self.accept(s)
+    }
+
+    /// Replaces these settings with `s` if its inputs are valid: settings only ever hold valid
+    /// inputs, so the panel's estimate always exists.
+    fn accept(&mut self, s: Self) -> Result<(), String> {
+        s.inputs().estimate().map_err(|e| e.to_string())?;
+        *self = s;
+        Ok(())
     }
 
     /// Fills the device's peaks from a preset (or marks them the reader's own).
@@ -239,15 +259,19 @@ mod tests {
     fn the_loaded_model_brings_its_own_bits() {
         let mut s = RooflineSettings::default();
         // SmolLM2-135M Q4_1-ish: 134.5M params in 84.06 MB.
-        s.use_loaded(134_515_008, 84_059_136, (30, 3, 64), 32);
+        s.use_loaded(134_515_008, 84_059_136, (30, 3, 64), 32).unwrap();
         assert_eq!(s.model_preset, LOADED);
         assert!((s.bits - 84_059_136.0 * 8.0 / 134_515_008.0).abs() < 1e-12);
         assert!(s.inputs().estimate().unwrap().weight_bytes - 84_059_136.0 < 1e-3);
         // Editing the batch keeps it "loaded"; the model's figures stay.
         s.set("batch", "4").unwrap();
         assert_eq!(s.model_preset, LOADED);
-        s.use_measured(19.5);
+        s.use_measured(19.5).unwrap();
         assert_eq!((s.device.as_str(), s.bandwidth_gb_s, s.tflops), (MEASURED, 19.5, None));
+        // A probe that measured 0 GB/s changes nothing.
+        let before = s.clone();
+        assert!(s.use_measured(0.0).is_err());
+        assert_eq!(s, before);
     }
 
     #[test]
