@@ -31,15 +31,26 @@ struct Row {
     predicted_tok_s: Option<f64>,
 }
 
+/// A sweep's table, `--json`'s shape for both sweeps.
 #[derive(Serialize)]
-struct Report {
+struct Report<R> {
     sweep: &'static str,
     backend: &'static str,
     adapter: String,
     probe_gb_s: Option<f64>,
     tokens: usize,
     runs: usize,
-    rows: Vec<Row>,
+    rows: Vec<R>,
+}
+
+impl<R: Serialize> Report<R> {
+    /// Prints the JSON when asked; true when it did.
+    fn json(&self, json: bool) -> Result<bool, String> {
+        if json {
+            println!("{}", serde_json::to_string_pretty(self).map_err(|e| e.to_string())?);
+        }
+        Ok(json)
+    }
 }
 
 /// Batch sizes of the batch sweep.
@@ -53,16 +64,6 @@ struct BatchRow {
     /// Weights once + every sequence's KV cache, averaged over the decoded positions.
     bytes_per_step: f64,
     effective_gb_s: f64,
-}
-
-#[derive(Serialize)]
-struct BatchReport {
-    sweep: &'static str,
-    backend: &'static str,
-    adapter: String,
-    tokens: usize,
-    runs: usize,
-    rows: Vec<BatchRow>,
 }
 
 /// Times `runs` batched decodes of `tokens` steps for `b` sequences (each after the same short
@@ -129,16 +130,16 @@ fn batch_sweep(a: &BenchArgs, batches: &[usize]) -> CliResult {
         rows.push(measure_batch(&loaded.model, &prompt, a.tokens, a.runs, b)?);
     }
     let adapter = format!("CPU, {} threads", tokscope_core::cpu::parallel::threads());
-    let report = BatchReport {
+    let report = Report {
         sweep: "batch",
         backend: "cpu",
         adapter,
+        probe_gb_s: None,
         tokens: a.tokens,
         runs: a.runs,
         rows,
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+    if report.json(a.json)? {
         return Ok(());
     }
     println!("batch sweep — {} — {}", report.backend, report.adapter);
@@ -221,8 +222,7 @@ pub fn run(a: &BenchArgs, sweep: Sweep) -> CliResult {
         runs: a.runs,
         rows,
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+    if report.json(a.json)? {
         return Ok(());
     }
     println!(
