@@ -255,8 +255,26 @@ impl Worker {
             false => BackendChoice::Cpu,
         };
         let context = loaded.info.context;
+        let was_gpu = loaded.info.backend.gpu;
         self.generation += 1; // the old engine's device-lost callback no longer counts
-        let (runner, backend) = self.engine(&model, context, choice).await?;
+        let built = match self.engine(&model, context, choice).await {
+            // One dial, one engine: a precision the GPU refuses is not measured on the CPU.
+            Ok((_, backend)) if was_gpu && !backend.gpu => {
+                let name = precision.as_deref().unwrap_or("the file's encoding");
+                Err(format!(
+                    "{name} does not run on this GPU: {}",
+                    backend.fallback_reason.unwrap_or_default()
+                ))
+            }
+            other => other,
+        };
+        let (runner, backend) = match built {
+            Ok(ok) => ok,
+            Err(e) => {
+                self.generation -= 1; // the old engine stays, and so does its device-lost callback
+                return Err(e);
+            }
+        };
         let loaded = self.loaded.as_mut().expect("still loaded");
         loaded.info.bytes_per_token = model.bytes_per_token(0);
         loaded.info.weight_bytes = model.desc.weight_bytes_per_token();
