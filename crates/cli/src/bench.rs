@@ -49,6 +49,17 @@ struct BenchReport {
     time_split: Vec<(KernelClass, f64)>,
 }
 
+/// How a report names the CPU backend.
+pub fn cpu_label() -> String {
+    format!("CPU, {} threads", threads())
+}
+
+/// How a report names a GPU adapter: name (backend, device type).
+pub fn gpu_label(ctx: &tokscope_gpu::GpuContext) -> String {
+    let s = ctx.summary();
+    format!("{} ({}, {})", s.name, s.backend, s.device_type)
+}
+
 /// The benchmark's prompt: `n` tokens of ordinary prose.
 pub fn bench_prompt(tokenizer: &Tokenizer, n: usize) -> Result<Vec<u32>, String> {
     let text = BENCH_TEXT.repeat(n.div_ceil(16) + 2);
@@ -152,17 +163,15 @@ pub fn run(a: BenchArgs) -> CliResult {
     } = measure(&mut engine, &model, &prompt, a.tokens, a.runs)?;
     let decode_tok_s = median(&decode_runs);
     let (backend, adapter, probe_gb_s, dispatches, time_split) = match &mut engine {
-        Runner::Cpu { .. } => ("cpu", format!("CPU, {} threads", threads()), None, None, vec![]),
+        Runner::Cpu { .. } => ("cpu", cpu_label(), None, None, vec![]),
         Runner::Gpu(g) => {
             let probe = tokscope_gpu::probe::run(&g.ctx, 5).map_err(|e| e.to_string())?;
             g.reset();
             let split = g.profile(decode_prompt[0], Want::Top(1)).map_err(|e| e.to_string())?;
             g.read().map_err(|e| e.to_string())?;
-            let s = g.ctx.summary();
-            let adapter = format!("{} ({}, {})", s.name, s.backend, s.device_type);
             (
                 "gpu",
-                adapter,
+                gpu_label(&g.ctx),
                 Some(probe.read_gb_s),
                 Some(g.dispatches_per_token()),
                 split,

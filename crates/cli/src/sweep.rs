@@ -6,7 +6,7 @@
 
 use crate::CliResult;
 use crate::args::{Backend, BenchArgs, Sweep};
-use crate::bench::{Measured, bench_context, bench_prompt, measure};
+use crate::bench::{Measured, bench_context, bench_prompt, cpu_label, gpu_label, measure};
 use crate::engine;
 use crate::model_file::{FileBytes, open};
 use serde::Serialize;
@@ -129,7 +129,7 @@ fn batch_sweep(a: &BenchArgs, batches: &[usize]) -> CliResult {
     for &b in batches {
         rows.push(measure_batch(&loaded.model, &prompt, a.tokens, a.runs, b)?);
     }
-    let adapter = format!("CPU, {} threads", tokscope_core::cpu::parallel::threads());
+    let adapter = cpu_label();
     let report = Report {
         sweep: "batch",
         backend: "cpu",
@@ -170,28 +170,20 @@ pub fn run(a: &BenchArgs, sweep: Sweep) -> CliResult {
     let shown = a.model.display();
     let tokenizer = Tokenizer::from_gguf(&gguf).map_err(|e| format!("{shown}: {e}"))?;
     let (backend, adapter, probe_gb_s) = match a.backend {
-        Backend::Cpu => (
-            "cpu",
-            format!("CPU, {} threads", tokscope_core::cpu::parallel::threads()),
-            None,
-        ),
+        Backend::Cpu => ("cpu", cpu_label(), None),
         Backend::Gpu => {
             let ctx = GpuContext::new_blocking().map_err(|e| e.to_string())?;
             let probe = tokscope_gpu::probe::run(&ctx, 5).map_err(|e| e.to_string())?;
-            let s = ctx.summary();
-            (
-                "gpu",
-                format!("{} ({}, {})", s.name, s.backend, s.device_type),
-                Some(probe.read_gb_s),
-            )
+            ("gpu", gpu_label(&ctx), Some(probe.read_gb_s))
         }
     };
+    // The same prompt for every precision: the tokenizer does not change with the weights.
+    let prompt = bench_prompt(&tokenizer, a.prompt_tokens)?;
     let mut rows = Vec::new();
     for ty in DIAL {
         let bytes = requantize(&gguf, ty, |_, _| {}).map_err(|e| format!("{shown}: {e}"))?;
         let g = Gguf::parse(FileBytes::Owned(bytes)).map_err(|e| format!("{shown} at {ty}: {e}"))?;
         let model = Arc::new(Model::from_gguf(g).map_err(|e| format!("{shown} at {ty}: {e}"))?);
-        let prompt = bench_prompt(&tokenizer, a.prompt_tokens)?;
         let context = bench_context(&model, &prompt, a.tokens)?;
         let mut engine = engine::new(a.backend, model.clone(), context).map_err(|e| format!("at {ty}: {e}"))?;
         let Measured {

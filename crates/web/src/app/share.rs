@@ -47,7 +47,7 @@ pub fn embed_code(panel: Panel, pairs: &[(&'static str, String)]) -> String {
 }
 
 /// Copies to the clipboard; where the browser refuses, `note` says to copy from the box.
-fn copy(text: &str, note: RwSignal<&'static str>) {
+pub fn copy(text: &str, note: RwSignal<&'static str>) {
     let Some(w) = web_sys::window() else { return };
     let promise = w.navigator().clipboard().write_text(text);
     wasm_bindgen_futures::spawn_local(async move {

@@ -90,6 +90,7 @@ pub fn result(state: State) -> Stage {
 fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
     let md = result.to_markdown();
     let shown = RwSignal::new(String::new());
+    let note = RwSignal::new("");
     let opt = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |x| format!("{x:.digits$}"));
     let pairs = Signal::derive({
         let r = result.clone();
@@ -112,9 +113,10 @@ fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
             </dl>
             <div class="share">
                 <button data-testid="speed-copy-markdown" on:click=move |_| {
-                    if let Some(w) = web_sys::window() { let _ = w.navigator().clipboard().write_text(&md); }
+                    super::share::copy(&md, note);
                     shown.set(md.clone());
                 }>"Copy as Markdown"</button>
+                <span class="caption" aria-live="polite">{move || note.get()}</span>
             </div>
             <Show when=move || !shown.get().is_empty()>
                 <textarea class="shared" readonly rows="8" data-testid="speed-markdown" aria-label="the result as Markdown"
