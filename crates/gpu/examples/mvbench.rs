@@ -45,7 +45,7 @@ fn main() {
                 .map(|i| ((i * 7919 % 1009) as f32 / 504.5) - 1.0)
                 .collect();
             let bytes = quantize_row(ty, &vals).unwrap();
-            let packed = repack(ty, rows, cols, &bytes).unwrap();
+            let packed = repack(ty, rows, cols, &bytes, shape.rows as usize).unwrap();
             let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
             let x = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: None,

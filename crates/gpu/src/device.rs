@@ -132,9 +132,21 @@ impl GpuContext {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> wgpu::ComputePipeline {
+        self.pipeline_in(None, module, entry, constants)
+    }
+
+    /// [`GpuContext::pipeline_with`] under an explicit layout (`None`: derived from the shader),
+    /// for entry points that share one bind group but not every binding.
+    pub fn pipeline_in(
+        &self,
+        layout: Option<&wgpu::PipelineLayout>,
+        module: &wgpu::ShaderModule,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> wgpu::ComputePipeline {
         self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
-            layout: None,
+            layout,
             module,
             entry_point: Some(entry),
             compilation_options: wgpu::PipelineCompilationOptions {

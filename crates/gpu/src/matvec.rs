@@ -59,6 +59,8 @@ pub struct GpuMatrix {
     pub cols: usize,
     pub weights: wgpu::Buffer,
     scales_at: usize,
+    /// Rows interleaved per tile group (repack.rs); must be the kernels' `Shape::rows`.
+    group: usize,
 }
 
 impl GpuMatrix {
@@ -92,6 +94,7 @@ impl GpuMatrix {
             cols: packed.cols,
             weights,
             scales_at: packed.scales_at,
+            group: packed.group,
         })
     }
 }
@@ -178,8 +181,7 @@ impl Shape {
             && self.workgroup.is_power_of_two()
             && self.lanes <= self.workgroup
             && self.workgroup <= 64
-            && self.rows.is_multiple_of(2)
-            && (2..=8).contains(&self.rows);
+            && [2, 4, 8].contains(&self.rows);
         assert!(ok, "matvec shape {self:?}");
     }
 }
@@ -187,10 +189,46 @@ impl Shape {
 /// Every matvec pipeline, compiled at load.
 pub struct MatvecKernels {
     pipelines: HashMap<GgmlType, wgpu::ComputePipeline>,
+    layout: wgpu::BindGroupLayout,
     max_per_dim: u32,
     shape: Shape,
     // Stand-ins for the bindings an epilogue does not use (writable bindings must not alias).
     unused: [wgpu::Buffer; 3],
+}
+
+/// matvec.wgsl's bindings, one layout for every entry point (each reads only some of them).
+fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
+    use wgpu::BufferBindingType::{Storage, Uniform};
+    let kinds = [
+        Storage { read_only: true },  // w
+        Storage { read_only: true },  // x
+        Storage { read_only: false }, // y
+        Uniform,                      // params
+        Storage { read_only: true },  // g
+        Storage { read_only: false }, // k cache
+        Storage { read_only: false }, // v cache
+        Storage { read_only: true },  // rope
+        Uniform,                      // step
+        Storage { read_only: true },  // w4
+    ];
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, ty)| wgpu::BindGroupLayoutEntry {
+            binding: i as u32,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("matvec"),
+        entries: &entries,
+    })
 }
 
 /// Workgroups for `rows`, folded into two dimensions past the per-dimension limit.
@@ -208,6 +246,11 @@ impl MatvecKernels {
         Self::with_shape(ctx, Shape::for_device(ctx.info.device_type))
     }
 
+    /// How these kernels split the work; matrices are packed for its `rows` (repack.rs).
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
     pub fn with_shape(ctx: &GpuContext, shape: Shape) -> Self {
         shape.check();
         let module = ctx.shader("matvec.wgsl", SHADER);
@@ -216,11 +259,17 @@ impl MatvecKernels {
             ("R", shape.rows as f64),
             ("WG", shape.workgroup as f64),
         ];
+        let layout = bind_group_layout(&ctx.device);
+        let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("matvec"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
         let pipelines = GgmlType::SUPPORTED
             .iter()
             .map(|&ty| {
                 let entry = entry_point(ty).expect("every supported type has a kernel");
-                (ty, ctx.pipeline_with(&module, entry, &constants))
+                (ty, ctx.pipeline_in(Some(&pipeline_layout), &module, entry, &constants))
             })
             .collect();
         let unused = std::array::from_fn(|_| {
@@ -233,6 +282,7 @@ impl MatvecKernels {
         });
         Self {
             pipelines,
+            layout,
             max_per_dim: ctx.limits.max_compute_workgroups_per_dimension,
             shape,
             unused,
@@ -280,11 +330,13 @@ impl MatvecKernels {
             usage: wgpu::BufferUsages::UNIFORM,
         });
         let norm = io.norm.map_or(unused_g, |(g, _)| g);
-        let mut buffers = vec![&m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step];
-        if m.ty.is_quantized() {
-            // Binding 9: `w4`, the same (read-only) buffer seen 16 bytes at a time.
-            buffers.push(&m.weights);
-        }
+        assert_eq!(
+            m.group, self.shape.rows as usize,
+            "{} was packed for another matvec shape",
+            m.name
+        );
+        // Binding 9: `w4`, the same (read-only) buffer seen 16 bytes at a time.
+        let buffers = [&m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step, &m.weights];
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
@@ -295,7 +347,7 @@ impl MatvecKernels {
             .collect();
         let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(&m.name),
-            layout: &self.pipelines[&m.ty].get_bind_group_layout(0),
+            layout: &self.layout,
             entries: &entries,
         });
         MatvecCall {

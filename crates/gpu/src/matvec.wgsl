@@ -45,15 +45,15 @@ struct Step {
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
-@group(0) @binding(4) var<storage, read> g: array<f32>;
+@group(0) @binding(4) var<storage, read> g: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> kc: array<f32>;
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(7) var<storage, read> rope: array<f32>;
 @group(0) @binding(8) var<uniform> step: Step;
-// The same buffer as `w`, 16 bytes at a time (quantized kernels' quant region).
+// The same buffer as `w`, 16 bytes at a time.
 @group(0) @binding(9) var<storage, read> w4: array<vec4<u32>>;
 
 override LANES: u32 = 1u;
@@ -72,16 +72,17 @@ var<workgroup> xs: array<f32, 256>;        // per block: d · Σ q
 var<workgroup> red: array<f32, 512>;       // MAX_WG · MAX_R
 
 // Rust's f32::round: half away from zero (WGSL's round() is half to even).
-fn round_away(v: f32) -> f32 {
+fn round_away4(v: vec4<f32>) -> vec4<f32> {
     return sign(v) * floor(abs(v) + 0.5);
 }
 
-// The input element the product sees.
-fn xin(j: u32, scale: f32) -> f32 {
+// Four input elements as the product sees them (x and g are read 16 bytes at a time: on CPU
+// adapters every load costs alike, whatever its width).
+fn xin4(c: u32, scale: f32) -> vec4<f32> {
     if (p.norm == 1u) {
-        return x[j] * scale * g[j];
+        return x[c] * scale * g[c];
     }
-    return x[j];
+    return x[c];
 }
 
 fn reduce(lid: u32, v: f32) -> f32 {
@@ -98,15 +99,10 @@ fn reduce(lid: u32, v: f32) -> f32 {
     return r;
 }
 
-// Four int8 of the staged input, packed, and their sum.
-fn pack4(at: u32, scale: f32, id: f32, sum: ptr<function, i32>) -> u32 {
-    var word = 0u;
-    for (var e = 0u; e < 4u; e++) {
-        let q = i32(round_away(xin(at + e, scale) * id));
-        *sum += q;
-        word |= (bitcast<u32>(q) & 0xFFu) << (8u * e);
-    }
-    return word;
+// Four int8, packed: element e in byte e.
+fn pack4(q: vec4<i32>) -> u32 {
+    let b = (bitcast<vec4<u32>>(q) & vec4<u32>(0xFFu)) << vec4<u32>(0u, 8u, 16u, 24u);
+    return b.x | b.y | b.z | b.w;
 }
 
 // RMSNorm's scale (1 without a norm), and the input quantized into workgroup memory.
@@ -114,30 +110,33 @@ fn stage(lid: u32) -> f32 {
     var scale = 1.0;
     if (p.norm == 1u) {
         var s = 0.0;
-        for (var j = lid; j < p.cols; j += WG) {
-            s += x[j] * x[j];
+        for (var c = lid; c < p.cols / 4u; c += WG) {
+            let v = x[c];
+            s += dot(v, v);
         }
         scale = 1.0 / sqrt(reduce(lid, s) / f32(p.cols) + p.eps);
     }
     if (p.quantized == 1u) {
         for (var b = lid; b < p.cols / 32u; b += WG) {
-            var amax = 0.0;
-            for (var j = 0u; j < 32u; j++) {
-                amax = max(amax, abs(xin(b * 32u + j, scale)));
+            var v: array<vec4<f32>, 8>;
+            var amax4 = vec4<f32>(0.0);
+            for (var k = 0u; k < 8u; k++) {
+                v[k] = xin4(b * 8u + k, scale);
+                amax4 = max(amax4, abs(v[k]));
             }
-            let d = amax / 127.0;
+            let d = max(max(amax4.x, amax4.y), max(amax4.z, amax4.w)) / 127.0;
             let id = select(0.0, 1.0 / d, d != 0.0);
-            var sum = 0i;
-            for (var h = 0u; h < 2u; h++) {
-                let at = b * 32u + h * 16u;
-                let v0 = pack4(at, scale, id, &sum);
-                let v1 = pack4(at + 4u, scale, id, &sum);
-                let v2 = pack4(at + 8u, scale, id, &sum);
-                let v3 = pack4(at + 12u, scale, id, &sum);
-                xq[b * 2u + h] = vec4<u32>(v0, v1, v2, v3);
+            var sum = vec4<i32>(0);
+            var words: array<u32, 8>;
+            for (var k = 0u; k < 8u; k++) {
+                let q = vec4<i32>(round_away4(v[k] * id));
+                sum += q;
+                words[k] = pack4(q);
             }
+            xq[b * 2u] = vec4<u32>(words[0], words[1], words[2], words[3]);
+            xq[b * 2u + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
             xd[b] = d;
-            xs[b] = d * f32(sum);
+            xs[b] = d * f32(sum.x + sum.y + sum.z + sum.w);
         }
     }
     workgroupBarrier();
@@ -149,9 +148,31 @@ fn first_row(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return ((wid.x + wid.y * nwg.x) * (WG / LANES) + lid / LANES) * R;
 }
 
-// Rows past the end read the last row (in bounds); their results are never stored.
-fn row_at(r: u32) -> u32 {
-    return min(r, p.rows - 1u);
+// The first tile of rows r0 .. r0 + R (one row group, r0 a multiple of R) at unit `u` (a block,
+// or four values of a float row), with `units` per row: repack.rs's `tile`. The rows of a group
+// are padded to R in the buffer, so every tile read is in bounds; rows past the end are never
+// stored.
+fn tile0(r0: u32, u: u32, units: u32) -> u32 {
+    return r0 * units + u * R;
+}
+
+// `n` (1, 2 or 4) consecutive scale words from `at` (aligned to n): one 16-byte load when n is 4,
+// since on CPU adapters the number of loads, not their width, is what costs. `n` is a constant
+// of the pipeline, so the branches fold away.
+fn scale_words(at: u32, n: u32) -> vec4<u32> {
+    if (n == 4u) {
+        return w4[at / 4u];
+    }
+    if (n == 2u) {
+        return vec4<u32>(w[at], w[at + 1u], 0u, 0u);
+    }
+    return vec4<u32>(w[at], 0u, 0u, 0u);
+}
+
+// Scale `k` (< 8) of the f16 scales in `s`, packed two to a word.
+fn half_at(s: vec4<u32>, k: u32) -> f32 {
+    let pair = unpack2x16float(s[k / 2u]);
+    return select(pair.x, pair.y, (k & 1u) == 1u);
 }
 
 // One output: the epilogue of modes that treat rows alone.
@@ -232,12 +253,6 @@ fn finish(lid: u32, r0: u32, partial: array<f32, MAX_R>) {
     }
 }
 
-// The f16 scale of block `blk` when scales are packed two to a word.
-fn half_scale(blk: u32) -> f32 {
-    let pair = unpack2x16float(w[p.scales_at + blk / 2u]);
-    return select(pair.x, pair.y, (blk & 1u) == 1u);
-}
-
 // Σ q·x over one block of nibbles (element j: low nibble of byte j, j + 16: its high nibble),
 // against the block's staged input (x0: elements 0..15, x1: 16..31).
 fn q4_dot(q: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
@@ -263,10 +278,14 @@ fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         let x1 = xq[b * 2u + 1u];
         let d = xd[b];
         let s = xs[b];
-        for (var r = 0u; r < R; r++) {
-            let blk = row_at(r0 + r) * nb + b;
-            let dm = unpack2x16float(w[p.scales_at + blk]);
-            acc[r] += dm.x * d * f32(q4_dot(w4[blk], x0, x1)) + dm.y * s;
+        let t0 = tile0(r0, b, nb);
+        for (var r4 = 0u; r4 < R; r4 += 4u) {
+            let dm4 = scale_words(p.scales_at + t0 + r4, min(R, 4u));
+            for (var k = 0u; k < min(R, 4u); k++) {
+                let r = r4 + k;
+                let dm = unpack2x16float(dm4[k]);
+                acc[r] += dm.x * d * f32(q4_dot(w4[t0 + r], x0, x1)) + dm.y * s;
+            }
         }
     }
     finish(lid, r0, acc);
@@ -283,9 +302,13 @@ fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         let x1 = xq[b * 2u + 1u];
         let d = xd[b];
         let s = xs[b];
-        for (var r = 0u; r < R; r++) {
-            let blk = row_at(r0 + r) * nb + b;
-            acc[r] += half_scale(blk) * (d * f32(q4_dot(w4[blk], x0, x1)) - 8.0 * s);
+        let t0 = tile0(r0, b, nb);
+        for (var r8 = 0u; r8 < R; r8 += 8u) {
+            let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
+            for (var k = 0u; k < min(R, 8u); k++) {
+                let r = r8 + k;
+                acc[r] += half_at(ds, k) * (d * f32(q4_dot(w4[t0 + r], x0, x1)) - 8.0 * s);
+            }
         }
     }
     finish(lid, r0, acc);
@@ -301,31 +324,31 @@ fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         let x0 = xq[b * 2u];
         let x1 = xq[b * 2u + 1u];
         let d = xd[b];
-        for (var r = 0u; r < R; r++) {
-            let blk = row_at(r0 + r) * nb + b;
-            acc[r] += half_scale(blk) * d * f32(q8_dot(w4[blk * 2u], w4[blk * 2u + 1u], x0, x1));
+        let t0 = tile0(r0, b, nb);
+        for (var r8 = 0u; r8 < R; r8 += 8u) {
+            let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
+            for (var k = 0u; k < min(R, 8u); k++) {
+                let t = t0 + r8 + k;
+                acc[r8 + k] += half_at(ds, k) * d * f32(q8_dot(w4[t * 2u], w4[t * 2u + 1u], x0, x1));
+            }
         }
     }
     finish(lid, r0, acc);
 }
 
-fn x4(c: u32, scale: f32) -> vec4<f32> {
-    return vec4<f32>(xin(c * 4u, scale), xin(c * 4u + 1u, scale), xin(c * 4u + 2u, scale), xin(c * 4u + 3u, scale));
+
+// Four weights of rows r and r + 1 (r even) of a 16-bit float tile pair: f16 or bf16.
+fn f16_pair(v: vec4<u32>) -> array<vec4<f32>, 2> {
+    return array(vec4<f32>(unpack2x16float(v.x), unpack2x16float(v.y)), vec4<f32>(unpack2x16float(v.z), unpack2x16float(v.w)));
 }
 
-// Four weights of a float row: f32 (4 words), f16 or bf16 (2 words).
-fn f32_at(at: u32) -> vec4<f32> {
-    return bitcast<vec4<f32>>(vec4<u32>(w[at], w[at + 1u], w[at + 2u], w[at + 3u]));
-}
-
-fn f16_at(at: u32) -> vec4<f32> {
-    return vec4<f32>(unpack2x16float(w[at]), unpack2x16float(w[at + 1u]));
-}
-
-fn bf16_at(at: u32) -> vec4<f32> {
-    let a = w[at];
-    let b = w[at + 1u];
-    return bitcast<vec4<f32>>(vec4<u32>(a << 16u, a & 0xFFFF0000u, b << 16u, b & 0xFFFF0000u));
+fn bf16_pair(v: vec4<u32>) -> array<vec4<f32>, 2> {
+    let lo = v << vec4<u32>(16u);
+    let hi = v & vec4<u32>(0xFFFF0000u);
+    return array(
+        bitcast<vec4<f32>>(vec4<u32>(lo.x, hi.x, lo.y, hi.y)),
+        bitcast<vec4<f32>>(vec4<u32>(lo.z, hi.z, lo.w, hi.w)),
+    );
 }
 
 @compute @workgroup_size(WG)
@@ -335,9 +358,10 @@ fn matvec_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let n4 = p.cols / 4u;
     var acc: array<f32, MAX_R>;
     for (var c = lid % LANES; c < n4; c += LANES) {
-        let xv = x4(c, scale);
+        let xv = xin4(c, scale);
+        let t0 = tile0(r0, c, n4);
         for (var r = 0u; r < R; r++) {
-            acc[r] += dot(f32_at((row_at(r0 + r) * n4 + c) * 4u), xv);
+            acc[r] += dot(bitcast<vec4<f32>>(w4[t0 + r]), xv);
         }
     }
     finish(lid, r0, acc);
@@ -350,9 +374,12 @@ fn matvec_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let n4 = p.cols / 4u;
     var acc: array<f32, MAX_R>;
     for (var c = lid % LANES; c < n4; c += LANES) {
-        let xv = x4(c, scale);
-        for (var r = 0u; r < R; r++) {
-            acc[r] += dot(f16_at((row_at(r0 + r) * n4 + c) * 2u), xv);
+        let xv = xin4(c, scale);
+        let t0 = tile0(r0, c, n4);
+        for (var r = 0u; r < R; r += 2u) {
+            let pair = f16_pair(w4[(t0 + r) / 2u]);
+            acc[r] += dot(pair[0], xv);
+            acc[r + 1u] += dot(pair[1], xv);
         }
     }
     finish(lid, r0, acc);
@@ -365,9 +392,12 @@ fn matvec_bf16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let n4 = p.cols / 4u;
     var acc: array<f32, MAX_R>;
     for (var c = lid % LANES; c < n4; c += LANES) {
-        let xv = x4(c, scale);
-        for (var r = 0u; r < R; r++) {
-            acc[r] += dot(bf16_at((row_at(r0 + r) * n4 + c) * 2u), xv);
+        let xv = xin4(c, scale);
+        let t0 = tile0(r0, c, n4);
+        for (var r = 0u; r < R; r += 2u) {
+            let pair = bf16_pair(w4[(t0 + r) / 2u]);
+            acc[r] += dot(pair[0], xv);
+            acc[r + 1u] += dot(pair[1], xv);
         }
     }
     finish(lid, r0, acc);

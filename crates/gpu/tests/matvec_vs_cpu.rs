@@ -151,7 +151,7 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
             let g = values(cols, 3);
             for ty in GgmlType::SUPPORTED {
                 let bytes = quantize_row(ty, &values(rows * cols, 2)).unwrap();
-                let packed = repack(ty, rows, cols, &bytes).unwrap();
+                let packed = repack(ty, rows, cols, &bytes, shape.rows as usize).unwrap();
                 let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
                 for case in [Case::Store, Case::NormAdd, Case::SwiGlu] {
                     let out_rows = if let Case::SwiGlu = case { rows / 2 } else { rows };
