@@ -24,20 +24,22 @@ fn main() {
         Shape {
             lanes: 1,
             rows: 4,
-            workgroup: 8,
+            workgroup: 16,
         },
         Shape {
             lanes: 1,
             rows: 8,
             workgroup: 32,
         },
-        Shape::GPU,
     ];
     for shape in shapes {
         let kernels = MatvecKernels::with_shape(&ctx, shape);
         println!("{shape:?}");
+        // One SmolLM2 layer's matrices (QKV, output, gate/up, down) and the head.
         for (ty, rows, cols) in [
-            (GgmlType::Q4_1, 1536, 576),
+            (GgmlType::Q4_1, 960, 576),
+            (GgmlType::Q4_1, 576, 576),
+            (GgmlType::Q4_1, 3072, 576),
             (GgmlType::Q4_1, 576, 1536),
             (GgmlType::Q8_0, 49152, 576),
         ] {
@@ -69,7 +71,7 @@ fn main() {
                 MatvecIo {
                     x: &x,
                     y: &y,
-                    norm: None,
+                    norm: std::env::var("NORM").is_ok().then_some((&x, 1e-5)),
                     epilogue: Epilogue::Store,
                     step: &step,
                 },

@@ -43,14 +43,25 @@ fn main() {
     let w = buf(bytemuck::cast_slice(&data));
     for (entry, groups) in [("s4", 64u32), ("s1", 64), ("s8", 64), ("srow", 256), ("srow", 64)] {
         let p = ctx.pipeline(&module, entry);
-        let b = match entry { "s4" | "srow" => 0, "s1" => 1, _ => 2 };
-        let entries = [(b, &w), (3, &y)].map(|(i, b)| wgpu::BindGroupEntry { binding: i, resource: b.as_entire_binding() });
+        let b = match entry {
+            "s4" | "srow" => 0,
+            "s1" => 1,
+            _ => 2,
+        };
+        let entries = [(b, &w), (3, &y)].map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i,
+            resource: b.as_entire_binding(),
+        });
         let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
             layout: &p.get_bind_group_layout(0),
             entries: &entries,
         });
         let t = time(&p, &bind, groups, 5);
-        println!("{entry} groups {groups}: {:.1} us, {:.2} GB/s", t * 1e6, (words * 4) as f64 / t / 1e9);
+        println!(
+            "{entry} groups {groups}: {:.1} us, {:.2} GB/s",
+            t * 1e6,
+            (words * 4) as f64 / t / 1e9
+        );
     }
 }

@@ -166,7 +166,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let mut upload = |name: &str, parts: &[&Weight], interleave: bool| -> Result<GpuMatrix, GpuEngineError> {
             let (ty, bytes) = fuse(&model, parts, interleave);
             let rows = parts.iter().map(|w| w.rows).sum();
-            let packed = repack(ty, rows, parts[0].cols, &bytes, matvec.shape().rows as usize).map_err(GpuError::from)?;
+            let packed =
+                repack(ty, rows, parts[0].cols, &bytes, matvec.shape().rows as usize).map_err(GpuError::from)?;
             let m = GpuMatrix::upload(&ctx, name, &packed)?;
             done += parts.iter().map(|w| w.n_bytes()).sum::<u64>();
             progress(done.min(total), total);

@@ -336,7 +336,9 @@ impl MatvecKernels {
             m.name
         );
         // Binding 9: `w4`, the same (read-only) buffer seen 16 bytes at a time.
-        let buffers = [&m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step, &m.weights];
+        let buffers = [
+            &m.weights, io.x, io.y, &params, norm, k_cache, v_cache, rope, io.step, &m.weights,
+        ];
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()

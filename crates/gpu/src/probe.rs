@@ -53,7 +53,11 @@ pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> 
     use tokscope_core::stats::median;
     let dev = &ctx.device;
     let module = ctx.shader("probe.wgsl", SHADER);
-    let (stream, tiny) = (ctx.pipeline(&module, "stream_read"), ctx.pipeline(&module, "tiny"));
+    // The matvec's pattern on this adapter (matvec.rs's `Shape`): on CPU adapters each invocation
+    // streams its own rows, which reads faster there than interleaved lanes (examples/uexp.rs).
+    let cpu = crate::matvec::Shape::for_device(ctx.info.device_type) == crate::matvec::Shape::CPU;
+    let entry = if cpu { "stream_runs" } else { "stream_read" };
+    let (stream, tiny) = (ctx.pipeline(&module, entry), ctx.pipeline(&module, "tiny"));
     let bytes = probe_bytes(ctx);
     let src = dev.create_buffer(&wgpu::BufferDescriptor {
         label: Some("probe source"),
@@ -88,7 +92,12 @@ pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> 
         })
     };
     let (stream_bind, tiny_bind) = (bind(&stream, true), bind(&tiny, false));
-    let groups = (bytes / 16 / 256).clamp(1, 4096) as u32;
+    let groups = if cpu {
+        // A few runs per CPU thread (an invocation is a SIMD lane; workgroups spread over threads).
+        64
+    } else {
+        (bytes / 16 / 256).clamp(1, 4096) as u32
+    };
     let staging = crate::readback::Staging::new(ctx, 4);
     // Times one submit of a pass holding `n` dispatches of `p` (then a 4-byte read-back when
     // `read`), waiting for completion.

@@ -1,5 +1,6 @@
-// The device's measured roofline: stream a large buffer with the matvec's access pattern
-// (consecutive lanes read consecutive 16-byte words) and fold it so nothing is optimized away.
+// The device's measured roofline: stream a large buffer with the matvec's access pattern and fold
+// it so nothing is optimized away. GPUs (`stream_read`): consecutive lanes read consecutive 16-byte
+// words, as the lanes sharing a row group do.
 
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> sink: array<u32>;
@@ -13,6 +14,25 @@ fn stream_read(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     }
     let folded = acc.x ^ acc.y ^ acc.z ^ acc.w;
     // A value the data never produces, so the write is conditional on every read.
+    if (folded == 0x9E3779B9u) {
+        sink[gid.x % arrayLength(&sink)] = folded;
+    }
+}
+
+// CPU adapters' matvec pattern (repack.rs's row groups): every invocation reads its own
+// contiguous run of 16-byte words, the last one any remainder.
+@compute @workgroup_size(16)
+fn stream_runs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let threads = nwg.x * 16u;
+    let n = arrayLength(&src);
+    let per = n / threads;
+    let start = gid.x * per;
+    let end = select(start + per, n, gid.x == threads - 1u);
+    var acc = vec4<u32>(0u);
+    for (var i = start; i < end; i++) {
+        acc ^= src[i];
+    }
+    let folded = acc.x ^ acc.y ^ acc.z ^ acc.w;
     if (folded == 0x9E3779B9u) {
         sink[gid.x % arrayLength(&sink)] = folded;
     }
