@@ -14,24 +14,8 @@ fn main() {}
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
-    let shapes = [
-        Shape::CPU,
-        Shape {
-            lanes: 1,
-            rows: 8,
-            workgroup: 8,
-        },
-        Shape {
-            lanes: 1,
-            rows: 4,
-            workgroup: 16,
-        },
-        Shape {
-            lanes: 1,
-            rows: 8,
-            workgroup: 32,
-        },
-    ];
+    let shape = |lanes, rows, workgroup| Shape { lanes, rows, workgroup };
+    let shapes = [Shape::CPU, shape(1, 8, 32), shape(2, 8, 16), Shape::GPU];
     for shape in shapes {
         let kernels = MatvecKernels::with_shape(&ctx, shape);
         println!("{shape:?}");
@@ -48,7 +32,16 @@ fn main() {
                 .collect();
             let bytes = quantize_row(ty, &vals).unwrap();
             let packed = repack(ty, rows, cols, &bytes, shape.rows as usize).unwrap();
-            let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
+            // COLD=1: enough copies to stream ~128 MB per round, so the weights come from DRAM
+            // as in a real decode, not from the cache.
+            let copies = if std::env::var("COLD").is_ok() {
+                (128 << 20) / bytes.len() + 1
+            } else {
+                1
+            };
+            let ms: Vec<GpuMatrix> = (0..copies)
+                .map(|_| GpuMatrix::upload(&ctx, "w", &packed).unwrap())
+                .collect();
             let x = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: None,
                 contents: bytemuck::cast_slice(&vals[..cols]),
@@ -65,25 +58,30 @@ fn main() {
                 contents: bytemuck::bytes_of(&Step::default()),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
-            let bind = kernels.bind(
-                &ctx,
-                &m,
-                MatvecIo {
-                    x: &x,
-                    y: &y,
-                    norm: std::env::var("NORM").is_ok().then_some((&x, 1e-5)),
-                    epilogue: Epilogue::Store,
-                    step: &step,
-                },
-            );
-            let n = if rows > 10000 { 10 } else { 100 };
+            let binds: Vec<_> = ms
+                .iter()
+                .map(|m| {
+                    kernels.bind(
+                        &ctx,
+                        m,
+                        MatvecIo {
+                            x: &x,
+                            y: &y,
+                            norm: std::env::var("NORM").is_ok().then_some((&x, 1e-5)),
+                            epilogue: Epilogue::Store,
+                            step: &step,
+                        },
+                    )
+                })
+                .collect();
+            let n = copies.max(if rows > 10000 { 10 } else { 100 });
             let mut best = f64::MAX;
             for _ in 0..5 {
                 let mut enc = ctx.device.create_command_encoder(&Default::default());
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
-                    for _ in 0..n {
-                        kernels.encode(&mut pass, &bind);
+                    for i in 0..n {
+                        kernels.encode(&mut pass, &binds[i % copies]);
                     }
                 }
                 let t = Instant::now();

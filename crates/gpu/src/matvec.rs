@@ -151,7 +151,9 @@ impl Shape {
     /// per row group (no cross-lane sums, which cost barriers), 8 rows each so every activation
     /// load serves 8 rows, 16 per workgroup so the layers' 576-row matrices still make several
     /// workgroups for the CPU's threads. Measured on lavapipe (examples/mvexp.rs, Q8_0 49152×576):
-    /// 1 row per invocation 1.45 GB/s, 4 rows 3.4 GB/s, 8 rows 4.05 GB/s = the probe's.
+    /// 1 row per invocation 1.45 GB/s, 4 rows 3.4 GB/s, 8 rows 4.05 GB/s. With the row groups
+    /// interleaved (repack.rs) and 16-byte input loads, examples/mvbench.rs still ranks this
+    /// shape first (2 or 16 lanes per row group, or 4 rows, were slower, cold and cached).
     pub const CPU: Shape = Shape {
         lanes: 1,
         rows: 8,

@@ -1,5 +1,6 @@
 // y = W · x for one token, with W dequantized in registers as it is read: the weight bytes cross
-// the memory bus exactly once. Layouts: see repack.rs.
+// the memory bus exactly once. Layouts: see repack.rs (rows interleaved in groups of R, so the
+// invocation owning a group reads one sequential stream; `tile0`).
 //
 // Each workgroup first stages its input: the optional RMSNorm (the norm fused into its consumer:
 // every workgroup recomputes the d-wide sum of squares, which costs far less than a dispatch), then
@@ -8,7 +9,7 @@
 // (dot4I8Packed) and read four activations per 32-bit load.
 //
 // Shape (overrides, chosen per adapter in matvec.rs): each invocation computes R consecutive rows
-// (R even, ≤ 8), so every activation word loaded from workgroup memory serves R rows and the two
+// (R = 2, 4 or 8), so every activation word loaded from workgroup memory serves R rows and the two
 // rows of a RoPE or SwiGLU pair are in one invocation; LANES invocations share those rows, each
 // taking every LANES-th block, then sum through workgroup memory. On CPU-backed adapters
 // (lavapipe, SwiftShader: an invocation is a SIMD lane) LANES = 1, R = 8, WG = 16 reaches the

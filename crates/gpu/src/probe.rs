@@ -54,7 +54,7 @@ pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> 
     let dev = &ctx.device;
     let module = ctx.shader("probe.wgsl", SHADER);
     // The matvec's pattern on this adapter (matvec.rs's `Shape`): on CPU adapters each invocation
-    // streams its own rows, which reads faster there than interleaved lanes (examples/uexp.rs).
+    // streams its own rows, which reads faster there than interleaved lanes (examples/stream_patterns.rs).
     let cpu = crate::matvec::Shape::for_device(ctx.info.device_type) == crate::matvec::Shape::CPU;
     let entry = if cpu { "stream_runs" } else { "stream_read" };
     let (stream, tiny) = (ctx.pipeline(&module, entry), ctx.pipeline(&module, "tiny"));

@@ -1,4 +1,6 @@
-//! Experiment: load widths on CPU adapters.
+//! Read patterns on this adapter (behind repack.rs's row groups and the probe's choice): 16-byte,
+//! 4-byte and 32-byte loads with lanes interleaved (`s4`, `s1`, `s8`), and per-invocation runs
+//! (`srow`). `cargo run --release -p tokscope-gpu --example stream_patterns`.
 #![cfg_attr(target_arch = "wasm32", allow(unused_imports))]
 use std::time::Instant;
 use tokscope_gpu::GpuContext;
@@ -10,7 +12,7 @@ fn main() {}
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
-    let module = ctx.shader("uexp", include_str!("uexp.wgsl"));
+    let module = ctx.shader("stream_patterns", include_str!("stream_patterns.wgsl"));
     let buf = |c: &[u8]| {
         ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: None,
