@@ -368,8 +368,8 @@ fn matvec_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     finish(lid, r0, acc);
 }
 
-@compute @workgroup_size(WG)
-fn matvec_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+// A 16-bit float matrix (f16, or bf16 when `bf`; a constant at each call, so it folds away).
+fn matvec_16(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, bf: bool) {
     let scale = stage(lid);
     let r0 = first_row(wid, nwg, lid);
     let n4 = p.cols / 4u;
@@ -378,7 +378,11 @@ fn matvec_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
         let xv = xin4(c, scale);
         let t0 = tile0(r0, c, n4);
         for (var r = 0u; r < R; r += 2u) {
-            let pair = f16_pair(w4[(t0 + r) / 2u]);
+            let v = w4[(t0 + r) / 2u];
+            var pair = f16_pair(v);
+            if (bf) {
+                pair = bf16_pair(v);
+            }
             acc[r] += dot(pair[0], xv);
             acc[r + 1u] += dot(pair[1], xv);
         }
@@ -387,19 +391,11 @@ fn matvec_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 }
 
 @compute @workgroup_size(WG)
+fn matvec_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    matvec_16(wid, nwg, lid, false);
+}
+
+@compute @workgroup_size(WG)
 fn matvec_bf16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let scale = stage(lid);
-    let r0 = first_row(wid, nwg, lid);
-    let n4 = p.cols / 4u;
-    var acc: array<f32, MAX_R>;
-    for (var c = lid % LANES; c < n4; c += LANES) {
-        let xv = xin4(c, scale);
-        let t0 = tile0(r0, c, n4);
-        for (var r = 0u; r < R; r += 2u) {
-            let pair = bf16_pair(w4[(t0 + r) / 2u]);
-            acc[r] += dot(pair[0], xv);
-            acc[r + 1u] += dot(pair[1], xv);
-        }
-    }
-    finish(lid, r0, acc);
+    matvec_16(wid, nwg, lid, true);
 }
