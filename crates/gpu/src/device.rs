@@ -132,17 +132,23 @@ impl GpuContext {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> wgpu::ComputePipeline {
-        self.pipeline_in(None, module, entry, constants)
+        self.pipeline_in(None, module, entry, constants, true)
     }
 
     /// [`GpuContext::pipeline_with`] under an explicit layout (`None`: derived from the shader),
     /// for entry points that share one bind group but not every binding.
+    /// `zero_workgroup_memory: false` is only for shaders that write every workgroup variable
+    /// before reading it: natively it skips the zeroing wgpu otherwise adds to every workgroup,
+    /// which on SwiftShader cost more than a small matvec's own work (examples/mvbench.rs: a
+    /// 3072×576 dispatch reading no weights took 1055 µs zeroed, 170 µs not). Browsers zero it
+    /// regardless, as WebGPU requires.
     pub fn pipeline_in(
         &self,
         layout: Option<&wgpu::PipelineLayout>,
         module: &wgpu::ShaderModule,
         entry: &str,
         constants: &[(&str, f64)],
+        zero_workgroup_memory: bool,
     ) -> wgpu::ComputePipeline {
         self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
@@ -151,6 +157,7 @@ impl GpuContext {
             entry_point: Some(entry),
             compilation_options: wgpu::PipelineCompilationOptions {
                 constants,
+                zero_initialize_workgroup_memory: zero_workgroup_memory,
                 ..Default::default()
             },
             cache: None,

@@ -271,7 +271,10 @@ impl MatvecKernels {
             .iter()
             .map(|&ty| {
                 let entry = entry_point(ty).expect("every supported type has a kernel");
-                (ty, ctx.pipeline_in(Some(&pipeline_layout), &module, entry, &constants))
+                // matvec.wgsl writes each workgroup variable before any read of it (stage's
+                // blocks < cols / 32, every lane's slot of `red`), so the zeroing is skipped.
+                let pipeline = ctx.pipeline_in(Some(&pipeline_layout), &module, entry, &constants, false);
+                (ty, pipeline)
             })
             .collect();
         let unused = std::array::from_fn(|_| {
