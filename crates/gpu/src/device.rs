@@ -158,7 +158,6 @@ impl GpuContext {
             compilation_options: wgpu::PipelineCompilationOptions {
                 constants,
                 zero_initialize_workgroup_memory: zero_workgroup_memory,
-                ..Default::default()
             },
             cache: None,
         })
