@@ -15,7 +15,7 @@ fn main() {}
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
     let shape = |lanes, rows, workgroup| Shape { lanes, rows, workgroup };
-    let shapes = [Shape::CPU];
+    let shapes = [Shape::CPU, shape(1, 8, 32), shape(2, 8, 16), Shape::GPU];
     for shape in shapes {
         let kernels = MatvecKernels::with_shape(&ctx, shape);
         println!("{shape:?}");
