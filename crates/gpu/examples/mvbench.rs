@@ -14,11 +14,20 @@ fn main() {}
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let ctx = GpuContext::new_blocking().unwrap();
-    let shape = |lanes, rows, workgroup| Shape { lanes, rows, workgroup };
-    let shapes = [Shape::CPU, shape(1, 8, 32), shape(2, 8, 16), Shape::GPU];
+    // N=4: each call multiplies 4 columns (a prefill chunk or a batch of 4); GB/s counts the
+    // weights once.
+    let n: usize = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let cols_per_wg: u32 = std::env::var("NC").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let shape = |lanes, rows, workgroup| Shape {
+        lanes,
+        rows,
+        workgroup,
+        cols: cols_per_wg,
+    };
+    let shapes = [shape(1, 8, 16), shape(1, 8, 32), shape(2, 8, 16), Shape::GPU];
     for shape in shapes {
-        let kernels = MatvecKernels::with_shape(&ctx, shape);
-        println!("{shape:?}");
+        let mut kernels = MatvecKernels::with_shape(&ctx, shape);
+        println!("{shape:?}, {n} columns");
         // One SmolLM2 layer's matrices (QKV, output, gate/up, down) and the head.
         for (ty, rows, cols) in [
             (GgmlType::Q4_1, 960, 576),
@@ -44,18 +53,18 @@ fn main() {
                 .collect();
             let x = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: None,
-                contents: bytemuck::cast_slice(&vals[..cols]),
+                contents: bytemuck::cast_slice(&vals[..n * cols]),
                 usage: wgpu::BufferUsages::STORAGE,
             });
             let y = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
-                size: rows as u64 * 4,
+                size: (n * rows) as u64 * 4,
                 usage: wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: false,
             });
             let step = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: None,
-                contents: bytemuck::bytes_of(&Step::default()),
+                contents: bytemuck::bytes_of(&Step::first(n)),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
             let binds: Vec<_> = ms
@@ -70,18 +79,19 @@ fn main() {
                             norm: std::env::var("NORM").is_ok().then_some((&x, 1e-5)),
                             epilogue: Epilogue::Store,
                             step: &step,
+                            head: false,
                         },
                     )
                 })
                 .collect();
-            let n = copies.max(if rows > 10000 { 10 } else { 100 });
+            let calls = copies.max(if rows > 10000 { 10 } else { 100 });
             let mut best = f64::MAX;
             for _ in 0..5 {
                 let mut enc = ctx.device.create_command_encoder(&Default::default());
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
-                    for i in 0..n {
-                        kernels.encode(&mut pass, &binds[i % copies]);
+                    for i in 0..calls {
+                        kernels.encode(&mut pass, &binds[i % copies], n);
                     }
                 }
                 let t = Instant::now();
@@ -89,7 +99,7 @@ fn main() {
                 ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
                 best = best.min(t.elapsed().as_secs_f64());
             }
-            let per = best / n as f64;
+            let per = best / calls as f64;
             println!(
                 "{ty} {rows}x{cols}: {:.1} us/dispatch, {:.2} GB/s",
                 per * 1e6,

@@ -3,6 +3,11 @@
 //! row, RoPE table and step uniform (a few KB), records one compute pass and submits it once,
 //! with the copy of its result (the top-k candidates: 8 bytes when greedy) in the same submit.
 //!
+//! A pass computes up to [`MAX_COLUMNS`] tokens (columns) with the same dispatches: a prefill
+//! chunk of one sequence (its attention causal, column by column), or one token of each of up
+//! to [`MAX_SEQUENCES`] sequences (batched decode: the weights read once for all of them). Each
+//! column carries its own cache row, position and rotation in the step uniform.
+//!
 //! Five dispatches per layer, each a fused kernel:
 //! 1. RMSNorm → Q·K·V (one stacked matrix) → RoPE on Q and K, K and V into the cache;
 //! 2. attention of the one query over the cache;
@@ -13,7 +18,7 @@
 //! then RMSNorm → output head, and top-k of the logits: 5 × layers + 2.
 
 use crate::fused::fuse;
-use crate::matvec::{Epilogue, GpuMatrix, MatvecCall, MatvecIo, MatvecKernels, Step};
+use crate::matvec::{Epilogue, GpuMatrix, MAX_COLUMNS, MatvecCall, MatvecIo, MatvecKernels, Step};
 use crate::readback::Staging;
 use crate::repack::repack;
 use crate::{GpuContext, GpuError};
@@ -26,6 +31,8 @@ use wgpu::util::DeviceExt;
 pub const OPS_SHADER: &str = include_str!("ops.wgsl");
 /// The most candidates the top-k kernel returns; samplers wanting more read every logit.
 pub const MAX_TOP_K: usize = 64;
+/// The most sequences one engine decodes together ([`GpuEngine::with_sequences`]).
+pub const MAX_SEQUENCES: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GpuEngineError {
@@ -35,6 +42,8 @@ pub enum GpuEngineError {
     Engine(#[from] EngineError),
     #[error("{0}")]
     Unsupported(String),
+    #[error("{0}")]
+    Batch(String),
 }
 
 #[repr(C)]
@@ -65,6 +74,13 @@ enum Dispatch {
     Matvec(MatvecCall),
     Attention(wgpu::BindGroup, u32),
     TopK(wgpu::BindGroup),
+}
+
+/// A pass's column counts: all of them (the layers) and the head's (from `Step::head_from`).
+#[derive(Clone, Copy)]
+struct Columns {
+    n: usize,
+    head: usize,
 }
 
 // Only `profile` (native) asks.
@@ -102,12 +118,15 @@ pub struct GpuEngine<B> {
     rope: wgpu::Buffer,
     step: wgpu::Buffer,
     staging: Staging,
-    pending: Option<Want>,
+    /// What the last submit leaves to read back: per column, for this many columns.
+    pending: Option<(Want, usize)>,
     read_buf: Vec<u8>,
     inv_freq: Vec<f32>,
     capacity: usize,
-    pos: usize,
-    embed_row: Vec<f32>,
+    /// Tokens in each sequence's cache.
+    pos: Vec<usize>,
+    /// The pass's embedding rows and rotations, column after column.
+    embed_rows: Vec<f32>,
     cos_sin: Vec<f32>,
 }
 
@@ -127,8 +146,26 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         ctx: Arc<GpuContext>,
         model: Arc<Model<B>>,
         context: usize,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<Self, GpuEngineError> {
+        Self::with_sequences(ctx, model, context, 1, progress)
+    }
+
+    /// [`GpuEngine::new`] for `seqs` (1 ≤ seqs ≤ [`MAX_SEQUENCES`]) independent sequences of up
+    /// to `context` tokens each, decoded together by [`GpuEngine::submit_batch`]: one read of
+    /// the weights per step for all of them.
+    pub fn with_sequences(
+        ctx: Arc<GpuContext>,
+        model: Arc<Model<B>>,
+        context: usize,
+        seqs: usize,
         mut progress: impl FnMut(u64, u64),
     ) -> Result<Self, GpuEngineError> {
+        if !(1..=MAX_SEQUENCES).contains(&seqs) {
+            return Err(GpuEngineError::Batch(format!(
+                "{seqs} sequences: the GPU engine decodes 1 to {MAX_SEQUENCES} together"
+            )));
+        }
         let c = &model.config;
         if c.rope_dim != c.head_dim {
             return Err(GpuEngineError::Unsupported(format!(
@@ -141,20 +178,25 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let module = ctx.shader("ops.wgsl", OPS_SHADER);
         let attention = ctx.pipeline(&module, "attention");
         let top_k = ctx.pipeline(&module, "top_k");
-        let matvec = MatvecKernels::new(&ctx);
+        let mut matvec = MatvecKernels::new(&ctx);
         let (d, qd, kvd, fd) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
-        let x = storage(&ctx, "x", d);
-        let q = storage(&ctx, "q", qd);
-        let att = storage(&ctx, "att", qd);
-        let h = storage(&ctx, "swiglu", fd);
-        let logits = storage(&ctx, "logits", c.vocab_size);
-        let candidates = storage(&ctx, "top-k", 2 * MAX_TOP_K);
-        let cache_floats = c.n_layers * capacity * kvd;
+        let n = MAX_COLUMNS;
+        let x = storage(&ctx, "x", n * d);
+        let q = storage(&ctx, "q", n * qd);
+        let att = storage(&ctx, "att", n * qd);
+        let h = storage(&ctx, "swiglu", n * fd);
+        ctx.check_binding("logits", (seqs * c.vocab_size * 4) as u64)?;
+        let logits = storage(&ctx, "logits", seqs * c.vocab_size);
+        let candidates = storage(&ctx, "top-k", seqs * 2 * MAX_TOP_K);
+        // One region per layer, each holding every sequence's `capacity` rows.
+        let layer_floats = seqs * capacity * kvd;
+        let cache_floats = c.n_layers * layer_floats;
         ctx.check_binding("KV cache", (cache_floats * 4) as u64)?;
         let kc = storage(&ctx, "K cache", cache_floats);
         let vc = storage(&ctx, "V cache", cache_floats);
-        let scratch = storage(&ctx, "attention scores", c.n_heads * capacity);
-        let rope = storage(&ctx, "rope cos/sin", c.head_dim);
+        ctx.check_binding("attention scores", (n * c.n_heads * capacity * 4) as u64)?;
+        let scratch = storage(&ctx, "attention scores", n * c.n_heads * capacity);
+        let rope = storage(&ctx, "rope cos/sin", n * c.head_dim);
         let step = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("step"),
             size: std::mem::size_of::<Step>() as u64,
@@ -163,11 +205,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         });
         let total: u64 = model.desc.weights().iter().map(|w| w.n_bytes()).sum();
         let mut done = 0u64;
+        let group = matvec.shape().rows as usize;
         let mut upload = |name: &str, parts: &[&Weight], interleave: bool| -> Result<GpuMatrix, GpuEngineError> {
             let (ty, bytes) = fuse(&model, parts, interleave);
             let rows = parts.iter().map(|w| w.rows).sum();
-            let packed =
-                repack(ty, rows, parts[0].cols, &bytes, matvec.shape().rows as usize).map_err(GpuError::from)?;
+            let packed = repack(ty, rows, parts[0].cols, &bytes, group).map_err(GpuError::from)?;
             let m = GpuMatrix::upload(&ctx, name, &packed)?;
             done += parts.iter().map(|w| w.n_bytes()).sum::<u64>();
             progress(done.min(total), total);
@@ -225,12 +267,13 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 norm,
                 epilogue,
                 step,
+                head: false,
             }
         }
-        let mv = |m: &GpuMatrix, io: MatvecIo<'_>| Dispatch::Matvec(matvec.bind(&ctx, m, io));
+        let mut mv = |m: &GpuMatrix, io: MatvecIo<'_>| Dispatch::Matvec(matvec.bind(&ctx, m, io));
         let mut dispatches = Vec::new();
         for (li, l) in model.desc.layers.iter().enumerate() {
-            let cache_at = li * capacity * kvd;
+            let cache_at = li * layer_floats;
             let attn_norm = table(&model.dequantized(&l.attn_norm));
             let ffn_norm = table(&model.dequantized(&l.ffn_norm));
             let wqkv = upload(&format!("blk.{li}.attn_qkv"), &[&l.wq, &l.wk, &l.wv], false)?;
@@ -267,20 +310,21 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
         let out_norm = table(&model.dequantized(&model.desc.output_norm));
         let head = upload(&model.desc.output.name, &[&model.desc.output], false)?;
-        dispatches.push(mv(
-            &head,
-            io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step),
-        ));
+        let head_io = MatvecIo {
+            head: true,
+            ..io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step)
+        };
+        dispatches.push(mv(&head, head_io));
         let shape = shape_buf(0, c.vocab_size);
         dispatches.push(Dispatch::TopK(bind(
             &top_k,
             &[(0, &logits), (5, &shape), (6, &step), (9, &candidates)],
         )));
-        let staging = Staging::new(&ctx, (c.vocab_size * 4).max(MAX_TOP_K * 8) as u64);
+        let staging = Staging::new(&ctx, (seqs * (c.vocab_size * 4).max(MAX_TOP_K * 8)) as u64);
         Ok(Self {
             inv_freq: model.rope_inv_freq(),
-            embed_row: vec![0.0; d],
-            cos_sin: vec![0.0; c.head_dim],
+            embed_rows: vec![0.0; n * d],
+            cos_sin: vec![0.0; n * c.head_dim],
             model,
             ctx,
             matvec,
@@ -296,16 +340,23 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             pending: None,
             read_buf: Vec::new(),
             capacity,
-            pos: 0,
+            pos: vec![0; seqs],
         })
     }
 
+    /// Tokens in sequence 0's cache (the one `submit` and `submit_prefill` use).
     pub fn position(&self) -> usize {
-        self.pos
+        self.pos[0]
     }
 
+    /// Sequences this engine holds.
+    pub fn sequences(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Empties every sequence's cache.
     pub fn reset(&mut self) {
-        self.pos = 0;
+        self.pos.fill(0);
     }
 
     pub fn context_capacity(&self) -> usize {
@@ -317,6 +368,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.dispatches.len()
     }
 
+    /// Bytes one column's result takes.
     fn result_bytes(&self, want: Want) -> u64 {
         match want {
             Want::Top(k) => (k * 8) as u64,
@@ -324,138 +376,185 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
     }
 
-    /// Checks the token and the context, then writes the token's embedding row, RoPE table and
-    /// step uniform.
-    fn prepare(&mut self, token: u32, want: Want) -> Result<(), GpuEngineError> {
+    /// Checks the pass (`(sequence, token)` per column; a sequence's columns are its next
+    /// tokens, in order) and writes its embedding rows, rotations and step uniform. `head`: the
+    /// first column whose next-token result is wanted, and what of it.
+    fn prepare(&mut self, cols: &[(usize, u32)], head: Option<(usize, Want)>) -> Result<Columns, GpuEngineError> {
         let c = &self.model.config;
-        if token as usize >= c.vocab_size {
-            return Err(EngineError::TokenOutOfRange {
-                token,
-                vocab: c.vocab_size,
-            }
-            .into());
-        }
-        if self.pos >= self.capacity {
-            return Err(EngineError::ContextFull {
-                needed: self.pos + 1,
-                capacity: self.capacity,
-            }
-            .into());
-        }
-        if let Want::Top(k) = want {
+        let n = cols.len();
+        assert!((1..=MAX_COLUMNS).contains(&n), "{n} columns in one pass");
+        if let Some((from, Want::Top(k))) = head {
             assert!((1..=MAX_TOP_K).contains(&k), "top-k of {k} candidates");
+            assert!(
+                n - from <= self.sequences(),
+                "{} results for {} sequences",
+                n - from,
+                self.sequences()
+            );
         }
-        self.model.embed(token, &mut self.embed_row);
-        let half = c.head_dim / 2;
-        let (cos, sin) = self.cos_sin.split_at_mut(half);
-        rope_table(self.pos, &self.inv_freq, cos, sin);
-        let q = &self.ctx.queue;
-        q.write_buffer(&self.x, 0, bytemuck::cast_slice(&self.embed_row));
-        q.write_buffer(&self.rope, 0, bytemuck::cast_slice(&self.cos_sin));
-        let step = Step {
-            pos: self.pos as u32,
-            len: self.pos as u32 + 1,
-            k: match want {
-                Want::Top(k) => k as u32,
-                Want::Logits => 0,
-            },
-            _pad: 0,
+        let (d, hd, half) = (c.d_model, c.head_dim, c.head_dim / 2);
+        let mut pos = self.pos.clone();
+        let mut step: Step = bytemuck::Zeroable::zeroed();
+        for (j, &(seq, token)) in cols.iter().enumerate() {
+            if token as usize >= c.vocab_size {
+                return Err(EngineError::TokenOutOfRange {
+                    token,
+                    vocab: c.vocab_size,
+                }
+                .into());
+            }
+            if pos[seq] >= self.capacity {
+                let needed = self.pos[seq] + cols.iter().filter(|(s, _)| *s == seq).count();
+                return Err(EngineError::ContextFull {
+                    needed,
+                    capacity: self.capacity,
+                }
+                .into());
+            }
+            self.model.embed(token, &mut self.embed_rows[j * d..(j + 1) * d]);
+            let (cos, sin) = self.cos_sin[j * hd..(j + 1) * hd].split_at_mut(half);
+            rope_table(pos[seq], &self.inv_freq, cos, sin);
+            let start = seq * self.capacity;
+            step.cols[j] = [(start + pos[seq]) as u32, pos[seq] as u32, start as u32, 0];
+            pos[seq] += 1;
+        }
+        step.n = n as u32;
+        let (from, want) = head.unwrap_or((n, Want::Top(1)));
+        step.head_from = from as u32;
+        step.k = match want {
+            Want::Top(k) => k as u32,
+            Want::Logits => 0,
         };
+        let q = &self.ctx.queue;
+        q.write_buffer(&self.x, 0, bytemuck::cast_slice(&self.embed_rows[..n * d]));
+        q.write_buffer(&self.rope, 0, bytemuck::cast_slice(&self.cos_sin[..n * hd]));
         q.write_buffer(&self.step, 0, bytemuck::bytes_of(&step));
-        Ok(())
+        self.pos = pos;
+        Ok(Columns { n, head: n - from })
     }
 
-    fn record(&self, pass: &mut wgpu::ComputePass<'_>, d: &Dispatch) {
+    fn record(&self, pass: &mut wgpu::ComputePass<'_>, d: &Dispatch, cols: Columns, is_head: bool) {
         match d {
-            Dispatch::Matvec(call) => self.matvec.encode(pass, call),
-            Dispatch::Attention(bind, groups) => {
+            Dispatch::Matvec(call) => self.matvec.encode(pass, call, if is_head { cols.head } else { cols.n }),
+            Dispatch::Attention(bind, heads) => {
                 pass.set_pipeline(&self.attention);
                 pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(*groups, 1, 1);
+                pass.dispatch_workgroups(*heads, cols.n as u32, 1);
             }
             Dispatch::TopK(bind) => {
                 pass.set_pipeline(&self.top_k);
                 pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
+                pass.dispatch_workgroups(cols.head as u32, 1, 1);
             }
         }
     }
 
-    fn copy_result(&self, enc: &mut wgpu::CommandEncoder, want: Want) {
+    fn copy_result(&self, enc: &mut wgpu::CommandEncoder, want: Want, columns: usize) {
         let src = match want {
             Want::Top(_) => &self.candidates,
             Want::Logits => &self.logits,
         };
-        self.staging.copy_from(enc, src, self.result_bytes(want));
+        self.staging
+            .copy_from(enc, src, columns as u64 * self.result_bytes(want));
     }
 
     /// Records and submits one token's pass (and the copy of its result) without waiting:
     /// one encoder, one compute pass, one submit. Read the result with [`GpuEngine::read`]
     /// (native) or [`GpuEngine::read_async`] (browser) before the next submit.
     pub fn submit(&mut self, token: u32, want: Want) -> Result<(), GpuEngineError> {
-        self.submit_inner(token, Some(want))
+        self.submit_columns(&[(0, token)], Some((0, want)))
     }
 
-    /// A prompt token whose logits nobody reads: the layers only, without the output head.
-    pub fn submit_prompt_token(&mut self, token: u32) -> Result<(), GpuEngineError> {
-        self.submit_inner(token, None)
+    /// Appends `tokens[s]` to sequence `s` for every sequence in one pass (the weights read
+    /// once for all of them); read each one's result with [`GpuEngine::read_all`] or
+    /// [`GpuEngine::read_all_async`].
+    pub fn submit_batch(&mut self, tokens: &[u32], want: Want) -> Result<(), GpuEngineError> {
+        if tokens.len() != self.sequences() {
+            return Err(GpuEngineError::Batch(format!(
+                "{} tokens for {} sequences: one token per sequence",
+                tokens.len(),
+                self.sequences()
+            )));
+        }
+        let cols: Vec<(usize, u32)> = tokens.iter().copied().enumerate().collect();
+        self.submit_columns(&cols, Some((0, want)))
     }
 
-    fn submit_inner(&mut self, token: u32, want: Option<Want>) -> Result<(), GpuEngineError> {
-        self.prepare(token, want.unwrap_or(Want::Top(1)))?;
-        let layers = match want {
+    /// One pass over `cols`, its result (from column `head.0` on) copied for read-back.
+    fn submit_columns(&mut self, cols: &[(usize, u32)], head: Option<(usize, Want)>) -> Result<(), GpuEngineError> {
+        let columns = self.prepare(cols, head)?;
+        let layers = match head {
             Some(_) => self.dispatches.len(),
             None => self.dispatches.len() - 2,
         };
+        let n = self.dispatches.len();
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            for d in &self.dispatches[..layers] {
-                self.record(&mut pass, d);
+            for (i, d) in self.dispatches[..layers].iter().enumerate() {
+                self.record(&mut pass, d, columns, i + 2 >= n);
             }
         }
-        if let Some(want) = want {
-            self.copy_result(&mut enc, want);
+        if let Some((_, want)) = head {
+            self.copy_result(&mut enc, want, columns.head);
         }
         self.ctx.queue.submit([enc.finish()]);
-        self.pending = want;
-        self.pos += 1;
+        self.pending = head.map(|(_, want)| (want, columns.head));
         Ok(())
     }
 
-    fn decode_result(&self) -> Result<TokenResult, GpuEngineError> {
-        let words: &[u32] = bytemuck::cast_slice(&self.read_buf);
-        Ok(match self.pending {
-            Some(Want::Top(_)) => {
-                TokenResult::Top(words.chunks_exact(2).map(|p| (f32::from_bits(p[0]), p[1])).collect())
-            }
-            Some(Want::Logits) => TokenResult::Logits(bytemuck::cast_slice(words).to_vec()),
-            None => return Err(GpuError::Readback("nothing was submitted".into()).into()),
-        })
+    fn decode_results(&self) -> Result<Vec<TokenResult>, GpuEngineError> {
+        let Some((want, columns)) = self.pending else {
+            return Err(GpuError::Readback("nothing was submitted".into()).into());
+        };
+        let per = self.result_bytes(want) as usize;
+        Ok(self.read_buf[..columns * per]
+            .chunks_exact(per)
+            .map(|bytes| {
+                let words: &[u32] = bytemuck::cast_slice(bytes);
+                match want {
+                    Want::Top(_) => {
+                        TokenResult::Top(words.chunks_exact(2).map(|p| (f32::from_bits(p[0]), p[1])).collect())
+                    }
+                    Want::Logits => TokenResult::Logits(bytemuck::cast_slice(words).to_vec()),
+                }
+            })
+            .collect())
+    }
+
+    fn pending_bytes(&self) -> Result<u64, GpuEngineError> {
+        let (want, columns) = self
+            .pending
+            .ok_or_else(|| GpuError::Readback("nothing was submitted".into()))?;
+        Ok(columns as u64 * self.result_bytes(want))
     }
 
     /// Waits for the last submit and returns its result (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read(&mut self) -> Result<TokenResult, GpuEngineError> {
-        let want = self
-            .pending
-            .ok_or_else(|| GpuError::Readback("nothing was submitted".into()))?;
-        self.staging
-            .read(&self.ctx, self.result_bytes(want), &mut self.read_buf)?;
-        let r = self.decode_result();
+        Ok(self.read_all()?.swap_remove(0))
+    }
+
+    /// Waits for the last submit and returns each column's result (a batch: one per sequence).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_all(&mut self) -> Result<Vec<TokenResult>, GpuEngineError> {
+        let bytes = self.pending_bytes()?;
+        self.staging.read(&self.ctx, bytes, &mut self.read_buf)?;
+        let r = self.decode_results();
         self.pending = None;
         r
     }
 
     /// Awaits the last submit's result (the browser; the event loop drives the map).
     pub async fn read_async(&mut self) -> Result<TokenResult, GpuEngineError> {
-        let want = self
-            .pending
-            .ok_or_else(|| GpuError::Readback("nothing was submitted".into()))?;
-        self.staging
-            .read_async(self.result_bytes(want), &mut self.read_buf)
-            .await?;
-        let r = self.decode_result();
+        Ok(self.read_all_async().await?.swap_remove(0))
+    }
+
+    /// Awaits each column's result of the last submit (a batch: one per sequence).
+    pub async fn read_all_async(&mut self) -> Result<Vec<TokenResult>, GpuEngineError> {
+        let bytes = self.pending_bytes()?;
+        self.staging.read_async(bytes, &mut self.read_buf).await?;
+        let r = self.decode_results();
         self.pending = None;
         r
     }
@@ -475,30 +574,55 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         Ok(self.read()?.into_top())
     }
 
-    /// The prompt, one token per pass (the result is read only for the last).
+    /// Appends one token to every sequence and returns each one's logits for its next token.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn decode_batch(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>, GpuEngineError> {
+        self.submit_batch(tokens, Want::Logits)?;
+        Ok(self.read_all()?.into_iter().map(TokenResult::into_logits).collect())
+    }
+
+    /// The prompt in passes of up to [`MAX_COLUMNS`] tokens (the result is read only for the
+    /// last token).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn prefill(&mut self, tokens: &[u32], want: Want) -> Result<TokenResult, GpuEngineError> {
         self.submit_prefill(tokens, want)?;
         self.read()
     }
 
-    /// Submits the prompt, one token per pass, leaving the last token's result to read back
+    /// Submits the prompt into sequence 0, leaving the last token's result to read back
     /// ([`GpuEngine::read`] or [`GpuEngine::read_async`]).
     pub fn submit_prefill(&mut self, tokens: &[u32], want: Want) -> Result<(), GpuEngineError> {
-        let Some((last, rest)) = tokens.split_last() else {
+        self.submit_prefill_seq(0, tokens, want)
+    }
+
+    /// Submits the prompt into sequence `seq`: passes of up to [`MAX_COLUMNS`] tokens, each a
+    /// matrix-matrix product per weight (every weight word serves several tokens) and causal
+    /// attention per column, one submit each and no read-back between them; the output head
+    /// runs for the last token only.
+    pub fn submit_prefill_seq(&mut self, seq: usize, tokens: &[u32], want: Want) -> Result<(), GpuEngineError> {
+        if tokens.is_empty() {
             return Err(EngineError::EmptyPrompt.into());
-        };
-        if self.pos + tokens.len() > self.capacity {
+        }
+        if seq >= self.sequences() {
+            return Err(GpuEngineError::Batch(format!(
+                "sequence {seq} of an engine holding {}",
+                self.sequences()
+            )));
+        }
+        if self.pos[seq] + tokens.len() > self.capacity {
             return Err(EngineError::ContextFull {
-                needed: self.pos + tokens.len(),
+                needed: self.pos[seq] + tokens.len(),
                 capacity: self.capacity,
             }
             .into());
         }
-        for &t in rest {
-            self.submit_prompt_token(t)?;
+        let chunks: Vec<&[u32]> = tokens.chunks(MAX_COLUMNS).collect();
+        for (i, chunk) in chunks.iter().enumerate() {
+            let cols: Vec<(usize, u32)> = chunk.iter().map(|&t| (seq, t)).collect();
+            let head = (i + 1 == chunks.len()).then_some((chunk.len() - 1, want));
+            self.submit_columns(&cols, head)?;
         }
-        self.submit(*last, want)
+        Ok(())
     }
 
     /// Decodes `token` like [`GpuEngine::submit`], but times each kernel class: with GPU
@@ -507,7 +631,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// Returns seconds per class; the token's result is then read as usual.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn profile(&mut self, token: u32, want: Want) -> Result<Vec<(KernelClass, f64)>, GpuEngineError> {
-        self.prepare(token, want)?;
+        let columns = self.prepare(&[(0, token)], Some((0, want)))?;
         let n = self.dispatches.len();
         let mut secs = vec![0f64; n];
         if self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
@@ -533,7 +657,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                         end_of_pass_write_index: Some((2 * i + 1) as u32),
                     }),
                 });
-                self.record(&mut pass, d);
+                self.record(&mut pass, d, columns, i + 2 >= n);
             }
             enc.resolve_query_set(&set, 0..(2 * n) as u32, &resolve, 0);
             self.ctx.queue.submit([enc.finish()]);
@@ -548,7 +672,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 let mut enc = self.ctx.device.create_command_encoder(&Default::default());
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
-                    self.record(&mut pass, d);
+                    self.record(&mut pass, d, columns, i + 2 >= n);
                 }
                 let start = std::time::Instant::now();
                 self.ctx.queue.submit([enc.finish()]);
@@ -560,10 +684,9 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             }
         }
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
-        self.copy_result(&mut enc, want);
+        self.copy_result(&mut enc, want, 1);
         self.ctx.queue.submit([enc.finish()]);
-        self.pending = Some(want);
-        self.pos += 1;
+        self.pending = Some((want, 1));
         let mut split: Vec<(KernelClass, f64)> = Vec::new();
         for (i, (d, s)) in self.dispatches.iter().zip(secs).enumerate() {
             // The last two dispatches are the head's matvec and its top-k.

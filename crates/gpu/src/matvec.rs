@@ -1,6 +1,8 @@
 //! Fused dequantize × matrix-vector kernels (matvec.wgsl), one entry point per weight type, the
 //! weights they read (uploaded once), and what each call fuses around the product: the RMSNorm
-//! of its input and an epilogue (store, residual add, RoPE + KV-cache write, SwiGLU).
+//! of its input and an epilogue (store, residual add, RoPE + KV-cache write, SwiGLU). One call
+//! multiplies by up to [`MAX_COLUMNS`] input vectors (prefill chunks, batched decode), each
+//! weight word serving `Shape::cols` of them once loaded.
 
 use crate::repack::Packed;
 use crate::{GpuContext, GpuError};
@@ -9,8 +11,16 @@ use tokscope_core::quant::GgmlType;
 use wgpu::util::DeviceExt;
 
 pub const SHADER: &str = include_str!("matvec.wgsl");
-/// The widest input a matvec stages in workgroup memory (matvec.wgsl's `MAX_COLS`).
+/// The most input values a matvec workgroup stages in workgroup memory, all its columns
+/// together (matvec.wgsl's `MAX_COLS`).
 pub const MAX_COLS: usize = 8192;
+/// Columns (tokens) one pass computes at most: a prefill chunk, or one token of each sequence
+/// (matvec.wgsl's and ops.wgsl's `MAX_N`).
+pub const MAX_COLUMNS: usize = 32;
+/// Columns one workgroup computes at most (matvec.wgsl's `MAX_NC`).
+const MAX_NC: u32 = 8;
+/// Floats of matvec.wgsl's `red`, which holds WG × R × NC partial sums when LANES > 1.
+const RED_FLOATS: u32 = 512;
 
 pub fn entry_point(ty: GgmlType) -> Option<&'static str> {
     Some(match ty {
@@ -38,17 +48,38 @@ struct Params {
     head_dim: u32,
     cache_at: u32,
     quantized: u32,
-    _pad: u32,
+    head: u32,
 }
 
-/// The per-token uniform every kernel reads: position, attended length, candidates wanted.
+/// The per-pass uniform every kernel reads: its columns (tokens), where each one's K and V go
+/// and what it attends to, which columns the output head computes, and the candidates wanted.
 #[repr(C)]
-#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Step {
-    pub pos: u32,
-    pub len: u32,
+    /// Candidates top-k returns per column.
     pub k: u32,
+    /// Columns in this pass.
+    pub n: u32,
+    /// The first column the output head computes (the head's column j writes its logits at
+    /// `(j - head_from) × vocabulary`).
+    pub head_from: u32,
     pub _pad: u32,
+    /// Per column: (cache row = sequence × capacity + position, position, the sequence's first
+    /// cache row, 0).
+    pub cols: [[u32; 4]; MAX_COLUMNS],
+}
+
+impl Step {
+    /// `n` columns of one sequence at positions 0, 1, … (tests and benchmarks of one call).
+    pub fn first(n: usize) -> Step {
+        let mut s = bytemuck::Zeroable::zeroed();
+        let Step { n: count, cols, .. } = &mut s;
+        *count = n as u32;
+        for (j, c) in cols.iter_mut().take(n).enumerate() {
+            *c = [j as u32, j as u32, 0, 0];
+        }
+        s
+    }
 }
 
 /// A weight matrix on the GPU.
@@ -128,22 +159,28 @@ pub struct MatvecIo<'a> {
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub epilogue: Epilogue<'a>,
     pub step: &'a wgpu::Buffer,
+    /// The output head: only the pass's columns from `Step::head_from`.
+    pub head: bool,
 }
 
 /// A recorded-once matvec dispatch.
 pub struct MatvecCall {
     ty: GgmlType,
     rows: usize,
+    /// Columns per workgroup when a pass has more than one.
+    cols: u32,
     bind: wgpu::BindGroup,
 }
 
 /// How the kernels split the work (matvec.wgsl's overrides): `lanes` invocations share `rows`
-/// consecutive rows; `workgroup` invocations per workgroup.
+/// consecutive rows; `workgroup` invocations per workgroup; up to `cols` columns (tokens) per
+/// workgroup when a pass has several (each weight word, once loaded, serves them all).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub lanes: u32,
     pub rows: u32,
     pub workgroup: u32,
+    pub cols: u32,
 }
 
 impl Shape {
@@ -158,12 +195,14 @@ impl Shape {
         lanes: 1,
         rows: 8,
         workgroup: 16,
+        cols: 4,
     };
     /// GPUs: 16 lanes read a row pair's blocks side by side, 2 rows each (the RoPE/SwiGLU pair).
     pub const GPU: Shape = Shape {
         lanes: 16,
         rows: 2,
         workgroup: 64,
+        cols: 4,
     };
 
     pub fn for_device(device_type: wgpu::DeviceType) -> Shape {
@@ -178,19 +217,38 @@ impl Shape {
         self.workgroup / self.lanes * self.rows
     }
 
+    /// Columns per workgroup for a matrix `cols` wide in a pass of several: at most
+    /// `self.cols`, halved until that many staged inputs fit workgroup memory (and their partial
+    /// sums fit `red` when lanes share rows). 1 when even two do not fit.
+    pub fn cols_for(&self, width: usize) -> u32 {
+        let mut nc = self.cols;
+        while nc > 1
+            && (nc as usize * width > MAX_COLS || (self.lanes > 1 && self.workgroup * self.rows * nc > RED_FLOATS))
+        {
+            nc /= 2;
+        }
+        nc
+    }
+
     fn check(&self) {
         let ok = self.lanes.is_power_of_two()
             && self.workgroup.is_power_of_two()
             && self.lanes <= self.workgroup
             && self.workgroup <= 64
-            && [2, 4, 8].contains(&self.rows);
+            && [2, 4, 8].contains(&self.rows)
+            && self.cols.is_power_of_two()
+            && self.cols <= MAX_NC
+            && (self.lanes == 1 || self.workgroup * self.rows <= RED_FLOATS);
         assert!(ok, "matvec shape {self:?}");
     }
 }
 
-/// Every matvec pipeline, compiled at load.
+/// The matvec pipelines, compiled at load for the types and column counts the bound matrices
+/// need.
 pub struct MatvecKernels {
-    pipelines: HashMap<GgmlType, wgpu::ComputePipeline>,
+    pipelines: HashMap<(GgmlType, u32), wgpu::ComputePipeline>,
+    module: wgpu::ShaderModule,
+    pipeline_layout: wgpu::PipelineLayout,
     layout: wgpu::BindGroupLayout,
     max_per_dim: u32,
     shape: Shape,
@@ -233,7 +291,8 @@ fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
     })
 }
 
-/// Workgroups for `rows`, folded into two dimensions past the per-dimension limit.
+/// Workgroups for `rows` (of one column tile), folded into two dimensions past the
+/// per-dimension limit.
 pub fn dispatch_size(rows: usize, shape: Shape, max_per_dim: u32) -> (u32, u32) {
     let groups = (rows as u32).div_ceil(shape.rows_per_workgroup());
     if groups <= max_per_dim {
@@ -256,27 +315,12 @@ impl MatvecKernels {
     pub fn with_shape(ctx: &GpuContext, shape: Shape) -> Self {
         shape.check();
         let module = ctx.shader("matvec.wgsl", SHADER);
-        let constants = [
-            ("LANES", shape.lanes as f64),
-            ("R", shape.rows as f64),
-            ("WG", shape.workgroup as f64),
-        ];
         let layout = bind_group_layout(&ctx.device);
         let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("matvec"),
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipelines = GgmlType::SUPPORTED
-            .iter()
-            .map(|&ty| {
-                let entry = entry_point(ty).expect("every supported type has a kernel");
-                // matvec.wgsl writes each workgroup variable before any read of it (stage's
-                // blocks < cols / 32, every lane's slot of `red`), so the zeroing is skipped.
-                let pipeline = ctx.pipeline_in(Some(&pipeline_layout), &module, entry, &constants, false);
-                (ty, pipeline)
-            })
-            .collect();
         let unused = std::array::from_fn(|_| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("unused binding"),
@@ -286,7 +330,9 @@ impl MatvecKernels {
             })
         });
         Self {
-            pipelines,
+            pipelines: HashMap::new(),
+            module,
+            pipeline_layout,
             layout,
             max_per_dim: ctx.limits.max_compute_workgroups_per_dimension,
             shape,
@@ -294,8 +340,30 @@ impl MatvecKernels {
         }
     }
 
-    /// Binds `m` for one call; made once at load, reused every token.
-    pub fn bind(&self, ctx: &GpuContext, m: &GpuMatrix, io: MatvecIo) -> MatvecCall {
+    /// Compiles `ty`'s kernel for `nc` columns per workgroup, once.
+    fn ensure(&mut self, ctx: &GpuContext, ty: GgmlType, nc: u32) {
+        let shape = self.shape;
+        let (module, layout) = (&self.module, &self.pipeline_layout);
+        self.pipelines.entry((ty, nc)).or_insert_with(|| {
+            let entry = entry_point(ty).expect("every supported type has a kernel");
+            let constants = [
+                ("LANES", shape.lanes as f64),
+                ("R", shape.rows as f64),
+                ("WG", shape.workgroup as f64),
+                ("NC", nc as f64),
+            ];
+            // matvec.wgsl writes each workgroup variable before any read of it (stage's
+            // blocks < NC · cols / 32, every lane's slots of `red`), so the zeroing is skipped.
+            ctx.pipeline_in(Some(layout), module, entry, &constants, false)
+        });
+    }
+
+    /// Binds `m` for one call; made once at load, reused every token. `io.head`: the output
+    /// head, which computes only the pass's columns from `Step::head_from`.
+    pub fn bind(&mut self, ctx: &GpuContext, m: &GpuMatrix, io: MatvecIo) -> MatvecCall {
+        let cols = self.shape.cols_for(m.cols);
+        self.ensure(ctx, m.ty, 1);
+        self.ensure(ctx, m.ty, cols);
         let [unused_g, unused_k, unused_v] = &self.unused;
         let (mode, q_rows, kv_rows, head_dim, cache_at) = match &io.epilogue {
             Epilogue::Store => (0, 0, 0, 0, 0),
@@ -327,7 +395,7 @@ impl MatvecKernels {
             head_dim: head_dim as u32,
             cache_at: cache_at as u32,
             quantized: m.ty.is_quantized() as u32,
-            _pad: 0,
+            head: io.head as u32,
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("matvec params"),
@@ -360,22 +428,46 @@ impl MatvecKernels {
         MatvecCall {
             ty: m.ty,
             rows: m.rows,
+            cols,
             bind,
         }
     }
 
-    /// Records one matvec dispatch into `pass`.
-    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall) {
-        pass.set_pipeline(&self.pipelines[&call.ty]);
+    /// Records one matvec dispatch into `pass` for `n` columns (the pass's `Step::n`, less
+    /// `head_from` for the head): one column runs the one-token kernel, more the column tiles.
+    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall, n: usize) {
+        let nc = if n > 1 { call.cols } else { 1 };
+        pass.set_pipeline(&self.pipelines[&(call.ty, nc)]);
         pass.set_bind_group(0, &call.bind, &[]);
         let (x, y) = dispatch_size(call.rows, self.shape, self.max_per_dim);
-        pass.dispatch_workgroups(x, y, 1);
+        pass.dispatch_workgroups(x, y, (n as u32).div_ceil(nc));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_per_workgroup_fit_workgroup_memory() {
+        assert_eq!(Shape::CPU.cols_for(576), 4);
+        assert_eq!(Shape::CPU.cols_for(1536), 4);
+        assert_eq!(Shape::CPU.cols_for(4096), 2);
+        assert_eq!(Shape::CPU.cols_for(8192), 1);
+        // 64 × 2 × 4 partial sums fill `red` exactly.
+        assert_eq!(Shape::GPU.cols_for(576), 4);
+        let wide = Shape { cols: 8, ..Shape::GPU };
+        assert_eq!(wide.cols_for(576), 4);
+    }
+
+    /// The shaders' MAX_N is MAX_COLUMNS (a WGSL array length cannot be an override).
+    #[test]
+    fn shaders_agree_on_max_columns() {
+        let line = format!("const MAX_N: u32 = {MAX_COLUMNS}u;");
+        assert!(SHADER.contains(&line));
+        assert!(crate::engine::OPS_SHADER.contains(&line));
+        assert_eq!(std::mem::size_of::<Step>(), 16 + 16 * MAX_COLUMNS);
+    }
 
     #[test]
     fn dispatch_folds_past_the_limit() {

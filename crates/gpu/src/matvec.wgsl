@@ -8,6 +8,13 @@
 // ggml's CPU backend and our CPU engine do, so quantized dots are integer dot products
 // (dot4I8Packed) and read four activations per 32-bit load.
 //
+// Columns: one call multiplies W by up to `step.n` input vectors (the tokens of a prefill chunk,
+// or one token of each sequence in a batched decode), NC of them per workgroup (wid.z picks the
+// column tile): each weight word, once loaded and unpacked, serves NC columns from registers, so
+// the weights cross the bus once per NC tokens instead of once per token (a register-tiled
+// matrix-matrix product; NC = 1 is the one-token decode). Column j's inputs and outputs lie at
+// j × their width; its cache row, position and rotation come from `step.cols[j]` and `rope`.
+//
 // Shape (overrides, chosen per adapter in matvec.rs): each invocation computes R consecutive rows
 // (R = 2, 4 or 8), so every activation word loaded from workgroup memory serves R rows and the two
 // rows of a RoPE or SwiGLU pair are in one invocation; LANES invocations share those rows, each
@@ -35,14 +42,22 @@ struct Params {
     cache_at: u32,
     // 1: the weights are quantized and the input is staged as 8-bit blocks.
     quantized: u32,
-    _pad: u32,
+    // 1: the output head, which computes only the columns from step.head_from (column j's logits
+    // at (j - head_from) × rows).
+    head: u32,
 }
 
+// Columns one pass computes at most (engine.rs's MAX_COLUMNS).
+const MAX_N: u32 = 32u;
+
 struct Step {
-    pos: u32,
-    len: u32,
-    k: u32,
+    k: u32,          // candidates top_k returns per column
+    n: u32,          // columns in this pass
+    head_from: u32,  // the first column the output head computes
     _pad: u32,
+    // Per column: (cache row = sequence × capacity + position, position, the sequence's first
+    // cache row, 0).
+    cols: array<vec4<u32>, MAX_N>,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
@@ -60,30 +75,53 @@ struct Step {
 override LANES: u32 = 1u;
 override R: u32 = 8u;
 override WG: u32 = 16u;
-// R and WG's largest values (matvec.rs checks them).
+// Columns per workgroup: 1 for one token; more for prefill chunks and batches (matvec.rs picks
+// it per matrix so that NC staged inputs fit MAX_COLS, and WG × R × NC fits `red`).
+override NC: u32 = 1u;
+// R, WG and NC's largest values (matvec.rs checks them).
 const MAX_R: u32 = 8u;
 const MAX_WG: u32 = 64u;
-// The widest input staged in workgroup memory (checked at load: 10 KB of the 16 KB WebGPU
-// guarantees).
+const MAX_NC: u32 = 8u;
+const MAX_RC: u32 = 64u;  // MAX_R × MAX_NC
+// The most input values staged in workgroup memory, all of a workgroup's columns together
+// (checked at load: 12 KB of the 16 KB WebGPU guarantees).
 const MAX_COLS: u32 = 8192u;
 
 var<workgroup> xq: array<vec4<u32>, 512>;  // MAX_COLS / 16: int8 × 16 per vec4, 2 per block
 var<workgroup> xd: array<f32, 256>;        // per block: scale d
 var<workgroup> xs: array<f32, 256>;        // per block: d · Σ q
-var<workgroup> red: array<f32, 512>;       // MAX_WG · MAX_R
+var<workgroup> red: array<f32, 512>;       // WG · R · NC (≤ 512, matvec.rs)
 
 // Rust's f32::round: half away from zero (WGSL's round() is half to even).
 fn round_away4(v: vec4<f32>) -> vec4<f32> {
     return sign(v) * floor(abs(v) + 0.5);
 }
 
-// Four input elements as the product sees them (x and g are read 16 bytes at a time: on CPU
-// adapters every load costs alike, whatever its width).
-fn xin4(c: u32, scale: f32) -> vec4<f32> {
+// The call's first input column: the head computes only the columns from step.head_from.
+fn first_col() -> u32 {
+    return select(0u, step.head_from, p.head == 1u);
+}
+
+// Columns this call computes.
+fn n_cols() -> u32 {
+    return step.n - first_col();
+}
+
+// The input column of this workgroup's column c (from c0): past the last column, the last one
+// again, so every staged value is finite and nothing is stored for it.
+fn in_col(c0: u32, c: u32) -> u32 {
+    return first_col() + min(c0 + c, n_cols() - 1u);
+}
+
+// Four input elements (i: vec4 index within a column) of input column `col` as the product sees
+// them (x and g are read 16 bytes at a time: on CPU adapters every load costs alike, whatever
+// its width).
+fn xin4(col: u32, i: u32, scale: f32) -> vec4<f32> {
+    let v = x[col * (p.cols / 4u) + i];
     if (p.norm == 1u) {
-        return x[c] * scale * g[c];
+        return v * scale * g[i];
     }
-    return x[c];
+    return v;
 }
 
 fn reduce(lid: u32, v: f32) -> f32 {
@@ -106,23 +144,34 @@ fn pack4(q: vec4<i32>) -> u32 {
     return b.x | b.y | b.z | b.w;
 }
 
-// RMSNorm's scale (1 without a norm), and the input quantized into workgroup memory.
-fn stage(lid: u32) -> f32 {
-    var scale = 1.0;
-    if (p.norm == 1u) {
-        var s = 0.0;
-        for (var c = lid; c < p.cols / 4u; c += WG) {
-            let v = x[c];
-            s += dot(v, v);
+// RMSNorm's scale of each of the workgroup's columns (1 without a norm), and for quantized
+// weights their inputs rounded to 8-bit blocks in workgroup memory: column c's block b at
+// xq[(c·nb + b)·2], xd[c·nb + b], xs[c·nb + b].
+fn stage(lid: u32, c0: u32) -> array<f32, MAX_NC> {
+    var scale: array<f32, MAX_NC>;
+    let n4 = p.cols / 4u;
+    for (var c = 0u; c < NC; c++) {
+        scale[c] = 1.0;
+        if (p.norm == 1u) {
+            let at = in_col(c0, c) * n4;
+            var s = 0.0;
+            for (var i = lid; i < n4; i += WG) {
+                let v = x[at + i];
+                s += dot(v, v);
+            }
+            scale[c] = 1.0 / sqrt(reduce(lid, s) / f32(p.cols) + p.eps);
         }
-        scale = 1.0 / sqrt(reduce(lid, s) / f32(p.cols) + p.eps);
     }
     if (p.quantized == 1u) {
-        for (var b = lid; b < p.cols / 32u; b += WG) {
+        let nb = p.cols / 32u;
+        for (var cb = lid; cb < NC * nb; cb += WG) {
+            let c = cb / nb;
+            let b = cb % nb;
+            let col = in_col(c0, c);
             var v: array<vec4<f32>, 8>;
             var amax4 = vec4<f32>(0.0);
             for (var k = 0u; k < 8u; k++) {
-                v[k] = xin4(b * 8u + k, scale);
+                v[k] = xin4(col, b * 8u + k, scale[c]);
                 amax4 = max(amax4, abs(v[k]));
             }
             let d = max(max(amax4.x, amax4.y), max(amax4.z, amax4.w)) / 127.0;
@@ -134,14 +183,27 @@ fn stage(lid: u32) -> f32 {
                 sum += q;
                 words[k] = pack4(q);
             }
-            xq[b * 2u] = vec4<u32>(words[0], words[1], words[2], words[3]);
-            xq[b * 2u + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
-            xd[b] = d;
-            xs[b] = d * f32(sum.x + sum.y + sum.z + sum.w);
+            xq[cb * 2u] = vec4<u32>(words[0], words[1], words[2], words[3]);
+            xq[cb * 2u + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
+            xd[cb] = d;
+            xs[cb] = d * f32(sum.x + sum.y + sum.z + sum.w);
         }
     }
     workgroupBarrier();
     return scale;
+}
+
+// Column c's staged block b (quantized weights): its int8 words, scale and d·Σq.
+struct Block {
+    x0: vec4<u32>,
+    x1: vec4<u32>,
+    d: f32,
+    s: f32,
+}
+
+fn staged(c: u32, b: u32, nb: u32) -> Block {
+    let i = c * nb + b;
+    return Block(xq[i * 2u], xq[i * 2u + 1u], xd[i], xs[i]);
 }
 
 // This invocation's first row.
@@ -176,36 +238,38 @@ fn half_at(s: vec4<u32>, k: u32) -> f32 {
     return select(pair.x, pair.y, (k & 1u) == 1u);
 }
 
-// One output: the epilogue of modes that treat rows alone.
-fn put(row: u32, v: f32) {
+// One output of column oc: the epilogue of modes that treat rows alone.
+fn put(oc: u32, row: u32, v: f32) {
     if (row >= p.rows) {
         return;
     }
+    let at = oc * p.rows + row;
     if (p.mode == 1u) {
-        y[row] += v;
+        y[at] += v;
     } else {
-        y[row] = v;
+        y[at] = v;
     }
 }
 
-// A pair of rows (2i, 2i+1) through the epilogue.
-fn put_pair(row: u32, v0: f32, v1: f32) {
+// A pair of rows (2i, 2i+1) of column oc through the epilogue.
+fn put_pair(oc: u32, row: u32, v0: f32, v1: f32) {
+    let col = first_col() + oc;
     switch p.mode {
         case 2u: {
             let qk = p.q_rows + p.kv_rows;
-            let cache_row = p.cache_at + step.pos * p.kv_rows;
+            let cache_row = p.cache_at + step.cols[col].x * p.kv_rows;
             if (row >= qk) {
                 vc[cache_row + row - qk] = v0;
                 vc[cache_row + row - qk + 1u] = v1;
             } else {
-                let i = (row % p.head_dim) / 2u;
+                let i = col * p.head_dim + (row % p.head_dim) / 2u;
                 let co = rope[i];
-                let si = rope[p.head_dim / 2u + i];
+                let si = rope[i + p.head_dim / 2u];
                 let r0 = v0 * co - v1 * si;
                 let r1 = v0 * si + v1 * co;
                 if (row < p.q_rows) {
-                    y[row] = r0;
-                    y[row + 1u] = r1;
+                    y[col * p.q_rows + row] = r0;
+                    y[col * p.q_rows + row + 1u] = r1;
                 } else {
                     kc[cache_row + row - p.q_rows] = r0;
                     kc[cache_row + row - p.q_rows + 1u] = r1;
@@ -213,54 +277,64 @@ fn put_pair(row: u32, v0: f32, v1: f32) {
             }
         }
         case 3u: {
-            y[row / 2u] = v0 / (1.0 + exp(-v0)) * v1;
+            y[col * (p.rows / 2u) + row / 2u] = v0 / (1.0 + exp(-v0)) * v1;
         }
         default: {
-            put(row, v0);
-            put(row + 1u, v1);
+            put(oc, row, v0);
+            put(oc, row + 1u, v1);
         }
     }
 }
 
-// Sums the lanes of each row (LANES > 1), then the rows' leader applies the epilogue. The pair
-// modes (RoPE, SwiGLU) have even row counts, so a pair never runs past the end.
-fn finish(lid: u32, r0: u32, partial: array<f32, MAX_R>) {
+// Sums the lanes of each row and column (LANES > 1), then the rows' leader applies the epilogue
+// to each of the workgroup's columns that exists. `acc[r·NC + c]`: row r0 + r of column c0 + c.
+// The pair modes (RoPE, SwiGLU) have even row counts, so a pair never runs past the end.
+fn finish(lid: u32, r0: u32, c0: u32, partial: array<f32, MAX_RC>) {
     var acc = partial;
+    let rc = R * NC;
     if (LANES > 1u) {
-        for (var r = 0u; r < R; r++) {
-            red[lid * R + r] = acc[r];
+        for (var i = 0u; i < rc; i++) {
+            red[lid * rc + i] = acc[i];
         }
         workgroupBarrier();
         for (var s = LANES / 2u; s > 0u; s = s >> 1u) {
             if (lid % LANES < s) {
-                for (var r = 0u; r < R; r++) {
-                    red[lid * R + r] += red[(lid + s) * R + r];
+                for (var i = 0u; i < rc; i++) {
+                    red[lid * rc + i] += red[(lid + s) * rc + i];
                 }
             }
             workgroupBarrier();
         }
-        for (var r = 0u; r < R; r++) {
-            acc[r] = red[lid * R + r];
+        for (var i = 0u; i < rc; i++) {
+            acc[i] = red[lid * rc + i];
         }
     }
     if (lid % LANES != 0u) {
         return;
     }
-    for (var r = 0u; r < R; r += 2u) {
-        if (r0 + r >= p.rows) {
+    for (var c = 0u; c < NC; c++) {
+        if (c0 + c >= n_cols()) {
             break;
         }
-        put_pair(r0 + r, acc[r], acc[r + 1u]);
+        for (var r = 0u; r < R; r += 2u) {
+            if (r0 + r >= p.rows) {
+                break;
+            }
+            put_pair(c0 + c, r0 + r, acc[r * NC + c], acc[(r + 1u) * NC + c]);
+        }
     }
 }
 
 // Σ q·x over one block of nibbles (element j: low nibble of byte j, j + 16: its high nibble),
 // against the block's staged input (x0: elements 0..15, x1: 16..31).
-fn q4_dot(q: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
-    let lo = q & vec4<u32>(0x0F0F0F0Fu);
-    let hi = (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
+// `lo`, `hi`: the block's nibbles unpacked once (nibbles(q)) for every column.
+fn q4_dot(lo: vec4<u32>, hi: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
     return dot4I8Packed(lo.x, x0.x) + dot4I8Packed(lo.y, x0.y) + dot4I8Packed(lo.z, x0.z) + dot4I8Packed(lo.w, x0.w)
          + dot4I8Packed(hi.x, x1.x) + dot4I8Packed(hi.y, x1.y) + dot4I8Packed(hi.z, x1.z) + dot4I8Packed(hi.w, x1.w);
+}
+
+fn nibbles(q: vec4<u32>) -> array<vec4<u32>, 2> {
+    return array(q & vec4<u32>(0x0F0F0F0Fu), (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu));
 }
 
 fn q8_dot(a: vec4<u32>, b: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
@@ -268,73 +342,89 @@ fn q8_dot(a: vec4<u32>, b: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
          + dot4I8Packed(b.x, x1.x) + dot4I8Packed(b.y, x1.y) + dot4I8Packed(b.z, x1.z) + dot4I8Packed(b.w, x1.w);
 }
 
+// The block's column inputs, loaded once per block for all its rows.
+fn blocks(b: u32, nb: u32) -> array<Block, MAX_NC> {
+    var xb: array<Block, MAX_NC>;
+    for (var c = 0u; c < NC; c++) {
+        xb[c] = staged(c, b, nb);
+    }
+    return xb;
+}
+
 @compute @workgroup_size(WG)
 fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    stage(lid);
+    let c0 = wid.z * NC;
+    stage(lid, c0);
     let r0 = first_row(wid, nwg, lid);
     let nb = p.cols / 32u;
-    var acc: array<f32, MAX_R>;
+    var acc: array<f32, MAX_RC>;
     for (var b = lid % LANES; b < nb; b += LANES) {
-        let x0 = xq[b * 2u];
-        let x1 = xq[b * 2u + 1u];
-        let d = xd[b];
-        let s = xs[b];
+        let xb = blocks(b, nb);
         let t0 = tile0(r0, b, nb);
         for (var r4 = 0u; r4 < R; r4 += 4u) {
             let dm4 = scale_words(p.scales_at + t0 + r4, min(R, 4u));
             for (var k = 0u; k < min(R, 4u); k++) {
                 let r = r4 + k;
                 let dm = unpack2x16float(dm4[k]);
-                acc[r] += dm.x * d * f32(q4_dot(w4[t0 + r], x0, x1)) + dm.y * s;
+                let q = nibbles(w4[t0 + r]);
+                for (var c = 0u; c < NC; c++) {
+                    acc[r * NC + c] += dm.x * xb[c].d * f32(q4_dot(q[0], q[1], xb[c].x0, xb[c].x1)) + dm.y * xb[c].s;
+                }
             }
         }
     }
-    finish(lid, r0, acc);
+    finish(lid, r0, c0, acc);
 }
 
 @compute @workgroup_size(WG)
 fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    stage(lid);
+    let c0 = wid.z * NC;
+    stage(lid, c0);
     let r0 = first_row(wid, nwg, lid);
     let nb = p.cols / 32u;
-    var acc: array<f32, MAX_R>;
+    var acc: array<f32, MAX_RC>;
     for (var b = lid % LANES; b < nb; b += LANES) {
-        let x0 = xq[b * 2u];
-        let x1 = xq[b * 2u + 1u];
-        let d = xd[b];
-        let s = xs[b];
+        let xb = blocks(b, nb);
         let t0 = tile0(r0, b, nb);
         for (var r8 = 0u; r8 < R; r8 += 8u) {
             let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
             for (var k = 0u; k < min(R, 8u); k++) {
                 let r = r8 + k;
-                acc[r] += half_at(ds, k) * (d * f32(q4_dot(w4[t0 + r], x0, x1)) - 8.0 * s);
+                let h = half_at(ds, k);
+                let q = nibbles(w4[t0 + r]);
+                for (var c = 0u; c < NC; c++) {
+                    acc[r * NC + c] += h * (xb[c].d * f32(q4_dot(q[0], q[1], xb[c].x0, xb[c].x1)) - 8.0 * xb[c].s);
+                }
             }
         }
     }
-    finish(lid, r0, acc);
+    finish(lid, r0, c0, acc);
 }
 
 @compute @workgroup_size(WG)
 fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    stage(lid);
+    let c0 = wid.z * NC;
+    stage(lid, c0);
     let r0 = first_row(wid, nwg, lid);
     let nb = p.cols / 32u;
-    var acc: array<f32, MAX_R>;
+    var acc: array<f32, MAX_RC>;
     for (var b = lid % LANES; b < nb; b += LANES) {
-        let x0 = xq[b * 2u];
-        let x1 = xq[b * 2u + 1u];
-        let d = xd[b];
+        let xb = blocks(b, nb);
         let t0 = tile0(r0, b, nb);
         for (var r8 = 0u; r8 < R; r8 += 8u) {
             let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
             for (var k = 0u; k < min(R, 8u); k++) {
                 let t = t0 + r8 + k;
-                acc[r8 + k] += half_at(ds, k) * d * f32(q8_dot(w4[t * 2u], w4[t * 2u + 1u], x0, x1));
+                let h = half_at(ds, k);
+                let wa = w4[t * 2u];
+                let wb = w4[t * 2u + 1u];
+                for (var c = 0u; c < NC; c++) {
+                    acc[(r8 + k) * NC + c] += h * xb[c].d * f32(q8_dot(wa, wb, xb[c].x0, xb[c].x1));
+                }
             }
         }
     }
-    finish(lid, r0, acc);
+    finish(lid, r0, c0, acc);
 }
 
 
@@ -352,42 +442,58 @@ fn bf16_pair(v: vec4<u32>) -> array<vec4<f32>, 2> {
     );
 }
 
+// Four inputs (vec4 index i) of each of the workgroup's columns, normed.
+fn inputs4(c0: u32, i: u32, scale: array<f32, MAX_NC>) -> array<vec4<f32>, MAX_NC> {
+    var xv: array<vec4<f32>, MAX_NC>;
+    for (var c = 0u; c < NC; c++) {
+        xv[c] = xin4(in_col(c0, c), i, scale[c]);
+    }
+    return xv;
+}
+
 @compute @workgroup_size(WG)
 fn matvec_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let scale = stage(lid);
+    let c0 = wid.z * NC;
+    let scale = stage(lid, c0);
     let r0 = first_row(wid, nwg, lid);
     let n4 = p.cols / 4u;
-    var acc: array<f32, MAX_R>;
-    for (var c = lid % LANES; c < n4; c += LANES) {
-        let xv = xin4(c, scale);
-        let t0 = tile0(r0, c, n4);
+    var acc: array<f32, MAX_RC>;
+    for (var i = lid % LANES; i < n4; i += LANES) {
+        let xv = inputs4(c0, i, scale);
+        let t0 = tile0(r0, i, n4);
         for (var r = 0u; r < R; r++) {
-            acc[r] += dot(bitcast<vec4<f32>>(w4[t0 + r]), xv);
+            let wv = bitcast<vec4<f32>>(w4[t0 + r]);
+            for (var c = 0u; c < NC; c++) {
+                acc[r * NC + c] += dot(wv, xv[c]);
+            }
         }
     }
-    finish(lid, r0, acc);
+    finish(lid, r0, c0, acc);
 }
 
 // A 16-bit float matrix (f16, or bf16 when `bf`; a constant at each call, so it folds away).
 fn matvec_16(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, bf: bool) {
-    let scale = stage(lid);
+    let c0 = wid.z * NC;
+    let scale = stage(lid, c0);
     let r0 = first_row(wid, nwg, lid);
     let n4 = p.cols / 4u;
-    var acc: array<f32, MAX_R>;
-    for (var c = lid % LANES; c < n4; c += LANES) {
-        let xv = xin4(c, scale);
-        let t0 = tile0(r0, c, n4);
+    var acc: array<f32, MAX_RC>;
+    for (var i = lid % LANES; i < n4; i += LANES) {
+        let xv = inputs4(c0, i, scale);
+        let t0 = tile0(r0, i, n4);
         for (var r = 0u; r < R; r += 2u) {
             let v = w4[(t0 + r) / 2u];
             var pair = f16_pair(v);
             if (bf) {
                 pair = bf16_pair(v);
             }
-            acc[r] += dot(pair[0], xv);
-            acc[r + 1u] += dot(pair[1], xv);
+            for (var c = 0u; c < NC; c++) {
+                acc[r * NC + c] += dot(pair[0], xv[c]);
+                acc[(r + 1u) * NC + c] += dot(pair[1], xv[c]);
+            }
         }
     }
-    finish(lid, r0, acc);
+    finish(lid, r0, c0, acc);
 }
 
 @compute @workgroup_size(WG)

@@ -1,5 +1,5 @@
 // The per-token kernels that are not matrix products: attention over the KV cache, and the
-// top-k of the logits. Each entry point uses a subset of the bindings below (pipelines use
+// top-k of the logits, each for every column (token) of the pass (matvec.wgsl's columns). Each entry point uses a subset of the bindings below (pipelines use
 // layout: auto, so a bind group names just those).
 
 struct Shape {
@@ -10,14 +10,20 @@ struct Shape {
     head_dim: u32,
     ffn: u32,
     cache_at: u32,   // this layer's first float in the K and V caches
-    capacity: u32,   // positions the cache holds
+    capacity: u32,   // positions one sequence's cache holds
 }
 
+// Columns one pass computes at most (engine.rs's MAX_COLUMNS).
+const MAX_N: u32 = 32u;
+
 struct Step {
-    pos: u32,        // position of the token being decoded
-    len: u32,        // pos + 1: positions attended to
-    k: u32,          // candidates top_k returns
+    k: u32,          // candidates top_k returns per column
+    n: u32,          // columns in this pass
+    head_from: u32,  // the first column the output head computes
     _pad: u32,
+    // Per column: (cache row = sequence × capacity + position, position, the sequence's first
+    // cache row, 0).
+    cols: array<vec4<u32>, MAX_N>,
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
@@ -60,22 +66,27 @@ fn reduce_max(i: u32, v: f32) -> f32 {
     return r;
 }
 
-// Single-query grouped-query attention, one workgroup per head: scores into scratch, softmax,
-// then the weighted sum of the cached values into c.
+// Single-query grouped-query attention, one workgroup per head (x) and column (y): the column's
+// query against its sequence's cache up to its own position (so a prefill chunk is causal),
+// scores into scratch, softmax, then the weighted sum of the cached values into c.
 @compute @workgroup_size(256)
 fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
     let h = wid.x;
+    let col = step.cols[wid.y];
+    let len = col.y + 1u;
     let hd = shape.head_dim;
     let kvh = h / (shape.n_heads / shape.n_kv_heads);
     let kv_dim = shape.n_kv_heads * hd;
-    let base = h * shape.capacity;
+    let q_at = (wid.y * shape.n_heads + h) * hd;
+    let base = (wid.y * shape.n_heads + h) * shape.capacity;
+    let cache_at = shape.cache_at + col.z * kv_dim;
     let scale = inverseSqrt(f32(hd));
     var m = -3.0e38;
-    for (var j = i; j < step.len; j += WG) {
-        let k_at = shape.cache_at + j * kv_dim + kvh * hd;
+    for (var j = i; j < len; j += WG) {
+        let k_at = cache_at + j * kv_dim + kvh * hd;
         var s = 0.0;
         for (var d = 0u; d < hd; d++) {
-            s += a[h * hd + d] * kc[k_at + d];
+            s += a[q_at + d] * kc[k_at + d];
         }
         s *= scale;
         scratch[base + j] = s;
@@ -83,7 +94,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     }
     let mx = reduce_max(i, m);
     var l = 0.0;
-    for (var j = i; j < step.len; j += WG) {
+    for (var j = i; j < len; j += WG) {
         let p = exp(scratch[base + j] - mx);
         scratch[base + j] = p;
         l += p;
@@ -92,16 +103,17 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     storageBarrier();
     for (var d = i; d < hd; d += WG) {
         var o = 0.0;
-        for (var j = 0u; j < step.len; j++) {
-            o += scratch[base + j] * vc[shape.cache_at + j * kv_dim + kvh * hd + d];
+        for (var j = 0u; j < len; j++) {
+            o += scratch[base + j] * vc[cache_at + j * kv_dim + kvh * hd + d];
         }
-        c[h * hd + d] = o / total;
+        c[q_at + d] = o / total;
     }
 }
 
-// The `step.k` largest of the `shape.d` values in a, highest first, ties to the lower index
-// (the CPU sampler's order), as (f32 bits, index) pairs in out: a token reads back 8·k bytes,
-// not the whole vocabulary. One workgroup; k rounds of a max-reduction, each round removing its
+// The `step.k` largest of the `shape.d` values of column wid.x in a, highest first, ties to the
+// lower index (the CPU sampler's order), as (f32 bits, index) pairs in out (column j's k pairs
+// after column j - 1's): a token reads back 8·k bytes, not the whole vocabulary. One workgroup
+// per column; k rounds of a max-reduction, each round removing its
 // winner (overwritten with LOWEST, which never compares greater: the search starts there).
 // WGSL constants cannot be NaN or infinite (Tint rejects them), hence a finite floor.
 const LOWEST: f32 = -3.4028234e38;
@@ -109,12 +121,14 @@ var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
 
 @compute @workgroup_size(256)
-fn top_k(@builtin(local_invocation_index) i: u32) {
+fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
+    let at = wid.x * shape.d;
+    let out_at = wid.x * 2u * step.k;
     for (var r = 0u; r < step.k; r++) {
         var bv = LOWEST;
         var bi = 0xFFFFFFFFu;
         for (var j = i; j < shape.d; j += WG) {
-            let v = a[j];
+            let v = a[at + j];
             if (v > bv) {
                 bv = v;
                 bi = j;
@@ -135,9 +149,9 @@ fn top_k(@builtin(local_invocation_index) i: u32) {
             workgroupBarrier();
         }
         if (i == 0u) {
-            out[2u * r] = bitcast<u32>(best_v[0]);
-            out[2u * r + 1u] = best_i[0];
-            a[best_i[0]] = LOWEST;
+            out[out_at + 2u * r] = bitcast<u32>(best_v[0]);
+            out[out_at + 2u * r + 1u] = best_i[0];
+            a[at + best_i[0]] = LOWEST;
         }
         storageBarrier();
         workgroupBarrier();

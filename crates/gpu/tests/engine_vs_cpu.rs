@@ -12,8 +12,10 @@ use std::sync::Arc;
 use tokscope_core::cpu::CpuEngine;
 use tokscope_core::model::Model;
 use tokscope_core::quant::GgmlType;
+use tokscope_core::sampling::argmax;
 use tokscope_core::synthetic::TinyLlama;
-use tokscope_gpu::engine::GpuEngine;
+use tokscope_gpu::engine::{GpuEngine, Want};
+use tokscope_gpu::matvec::MAX_COLUMNS;
 
 #[test]
 fn gpu_logits_match_cpu_engine_for_every_weight_type() {
@@ -44,8 +46,92 @@ fn context_full_and_bad_token_are_errors() {
             .to_string()
             .contains("outside the vocabulary")
     );
-    gpu.prefill(&[1, 2], tokscope_gpu::engine::Want::Top(1)).unwrap();
+    gpu.prefill(&[1, 2], Want::Top(1)).unwrap();
     assert!(gpu.decode(3).unwrap_err().to_string().contains("context full"));
     gpu.reset();
     assert!(gpu.decode(3).is_ok());
+}
+
+/// A prompt longer than one pass (MAX_COLUMNS), so prefill runs a full chunk and a partial one,
+/// then decodes: logits against the CPU engine's for every weight type.
+#[test]
+fn chunked_prefill_matches_cpu_engine_for_every_weight_type() {
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let prompt: Vec<u32> = (0..MAX_COLUMNS as u32 + 7).map(|i| (i * 37 + 5) % 256).collect();
+    for ty in GgmlType::SUPPORTED {
+        let model = tiny_model(ty);
+        let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
+        let want = cpu.prefill(&prompt).unwrap().to_vec();
+        let got = gpu.prefill(&prompt, Want::Logits).unwrap().into_logits();
+        assert_logits_close(ty, 0, &got, &want);
+        assert_eq!(gpu.position(), prompt.len());
+        for (i, &t) in TOKENS[..3].iter().enumerate() {
+            let want = cpu.decode(t).unwrap().to_vec();
+            assert_logits_close(ty, i + 1, &gpu.decode(t).unwrap(), &want);
+        }
+    }
+}
+
+/// Three sequences with different prompts decoded together: each one's logits against the CPU
+/// engine decoding that sequence alone, and its top-k against its own logits.
+#[test]
+fn batched_decode_matches_each_sequence_alone() {
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let prompts: [&[u32]; 3] = [&[1, 77, 104], &[5, 6], &[200, 3, 45, 45, 260]];
+    for ty in [GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F16] {
+        let model = tiny_model(ty);
+        let mut gpu = GpuEngine::with_sequences(ctx.clone(), model.clone(), 16, 3, |_, _| {}).unwrap();
+        let mut cpus: Vec<CpuEngine<Vec<u8>>> = (0..3).map(|_| CpuEngine::new(model.clone(), 16).unwrap()).collect();
+        let mut next = vec![0u32; 3];
+        for (s, p) in prompts.iter().enumerate() {
+            let want = cpus[s].prefill(p).unwrap().to_vec();
+            gpu.submit_prefill_seq(s, p, Want::Logits).unwrap();
+            let got = gpu.read().unwrap().into_logits();
+            assert_logits_close(ty, s, &got, &want);
+            next[s] = argmax(&want);
+        }
+        for step in 0..4 {
+            let got = gpu.decode_batch(&next).unwrap();
+            for (s, cpu) in cpus.iter_mut().enumerate() {
+                let want = cpu.decode(next[s]).unwrap().to_vec();
+                assert_logits_close(ty, step, &got[s], &want);
+                next[s] = argmax(&want);
+            }
+        }
+        gpu.submit_batch(&next, Want::Top(2)).unwrap();
+        let tops = gpu.read_all().unwrap();
+        for (s, cpu) in cpus.iter_mut().enumerate() {
+            let want = cpu.decode(next[s]).unwrap();
+            assert_eq!(tops[s].clone().into_top()[0].1, argmax(want), "{ty} sequence {s}");
+        }
+    }
+}
+
+#[test]
+fn batch_errors_are_named() {
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let model = Arc::new(Model::load(TinyLlama::default().build()).unwrap());
+    let too_many = GpuEngine::with_sequences(ctx.clone(), model.clone(), 8, 17, |_, _| {});
+    assert!(too_many.err().unwrap().to_string().contains("1 to 16"));
+    let mut gpu = GpuEngine::with_sequences(ctx, model, 2, 2, |_, _| {}).unwrap();
+    let e = gpu.submit_batch(&[1], Want::Top(1)).unwrap_err().to_string();
+    assert!(e.contains("one token per sequence"), "{e}");
+    gpu.submit_prefill_seq(1, &[1, 2], Want::Top(1)).unwrap();
+    gpu.read().unwrap();
+    assert!(
+        gpu.submit_batch(&[1, 2], Want::Top(1))
+            .unwrap_err()
+            .to_string()
+            .contains("context full")
+    );
+    assert!(
+        gpu.submit_prefill_seq(2, &[1], Want::Top(1))
+            .unwrap_err()
+            .to_string()
+            .contains("sequence 2")
+    );
 }

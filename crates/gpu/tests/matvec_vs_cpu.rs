@@ -1,7 +1,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Every matvec kernel against the CPU reference, on shapes that are not multiples of the
 //! workgroup: 37 rows (not a multiple of 4), 6 or 9 blocks per row (fewer than the 16 lanes, and
-//! odd so a scale word is half used), with the CPU adapters' and the GPUs' work shapes.
+//! odd so a scale word is half used), with the CPU adapters' and the GPUs' work shapes, for one
+//! column (decode) and for several (prefill chunks and batches: 3 fits one column tile, 6 makes
+//! a full tile and a partial one).
 //!
 //! Float weights are compared with an f64 dot of the dequantized row (only the f32 summation
 //! order differs). Quantized weights are dotted against 8-bit activation blocks, as on the CPU
@@ -41,20 +43,27 @@ enum Case {
     SwiGlu,
 }
 
-/// One call's vectors: the input, the norm weight, and `y` before the call.
+/// One call's vectors: the input, the norm weight, and `y` before the call (column after column).
 struct Vectors<'a> {
     x: &'a [f32],
     g: &'a [f32],
     y0: &'a [f32],
 }
 
-/// Runs one call on the GPU; returns `y`.
-fn gpu_matvec(ctx: &GpuContext, kernels: &MatvecKernels, m: &GpuMatrix, v: &Vectors, case: Case) -> Vec<f32> {
+/// Runs one call for `n` columns on the GPU; returns `y`.
+fn gpu_matvec(
+    ctx: &GpuContext,
+    kernels: &mut MatvecKernels,
+    m: &GpuMatrix,
+    v: &Vectors,
+    case: Case,
+    n: usize,
+) -> Vec<f32> {
     let (g, y0) = (v.g, v.y0);
     let (x_buf, y_buf, g_buf) = (storage(ctx, v.x), storage(ctx, y0), storage(ctx, g));
     let step = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: None,
-        contents: bytemuck::bytes_of(&Step::default()),
+        contents: bytemuck::bytes_of(&Step::first(n)),
         usage: wgpu::BufferUsages::UNIFORM,
     });
     let (norm, epilogue) = match case {
@@ -71,12 +80,13 @@ fn gpu_matvec(ctx: &GpuContext, kernels: &MatvecKernels, m: &GpuMatrix, v: &Vect
             norm,
             epilogue,
             step: &step,
+            head: false,
         },
     );
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
-        kernels.encode(&mut pass, &call);
+        kernels.encode(&mut pass, &call, n);
     }
     ctx.queue.submit([enc.finish()]);
     read_f32(ctx, &y_buf, y0.len()).unwrap()
@@ -143,11 +153,12 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
         lanes: 4,
         rows: 4,
         workgroup: 32,
+        cols: 2,
     };
     for shape in [Shape::CPU, Shape::GPU, mixed] {
-        let kernels = MatvecKernels::with_shape(&ctx, shape);
-        for (rows, cols) in [(37, 192), (5, 288), (130, 32), (38, 96)] {
-            let x = values(cols, 1);
+        let mut kernels = MatvecKernels::with_shape(&ctx, shape);
+        for ((rows, cols), n) in [(37, 192), (5, 288), (130, 32), (38, 96)].into_iter().zip([1, 3, 6, 1]) {
+            let x = values(n * cols, 1);
             let g = values(cols, 3);
             for ty in GgmlType::SUPPORTED {
                 let bytes = quantize_row(ty, &values(rows * cols, 2)).unwrap();
@@ -158,12 +169,22 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
                     if out_rows * 2 != rows && matches!(case, Case::SwiGlu) {
                         continue;
                     }
-                    let y0 = values(out_rows, 4);
+                    let y0 = values(n * out_rows, 4);
                     let v = Vectors { x: &x, g: &g, y0: &y0 };
-                    let got = gpu_matvec(&ctx, &kernels, &m, &v, case);
-                    let (want, magnitude) = cpu_matvec(ty, rows, cols, &bytes, &v, case);
+                    let got = gpu_matvec(&ctx, &mut kernels, &m, &v, case, n);
+                    let (mut want, mut magnitude) = (vec![], vec![]);
+                    for j in 0..n {
+                        let column = Vectors {
+                            x: &x[j * cols..(j + 1) * cols],
+                            g: &g,
+                            y0: &y0[j * out_rows..(j + 1) * out_rows],
+                        };
+                        let (w, m) = cpu_matvec(ty, rows, cols, &bytes, &column, case);
+                        want.extend(w);
+                        magnitude.extend(m);
+                    }
                     let (mut worst, mut worst_at) = (0f64, 0);
-                    for r in 0..out_rows {
+                    for r in 0..n * out_rows {
                         // f32 accumulation over `cols` terms in a different order; the CPU's
                         // RMSNorm is computed in f64 here, the GPU's in f32.
                         let err = (got[r] as f64 - want[r] as f64).abs() / (magnitude[r] + 1e-6);
@@ -173,7 +194,7 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
                     }
                     assert!(
                         worst < 2e-5,
-                        "{shape:?} {ty} {rows}x{cols} {case:?}: relative error {worst:e} at row {worst_at}: {} vs {}",
+                        "{shape:?} {ty} {rows}x{cols} ×{n} {case:?}: relative error {worst:e} at output {worst_at}: {} vs {}",
                         got[worst_at],
                         want[worst_at]
                     );
