@@ -1,8 +1,7 @@
 //! `tokscope bench --sweep precision`: the same weights re-encoded at every precision of the
 //! dial, each decoded on the same device, beside the ceiling bandwidth ÷ bytes per token that
 //! the probe predicts. `--sweep batch` (and `--batch B`): B sequences decoded together, one read
-//! of the weights per step, per-user against aggregate tok/s; the CPU engine has batched decode,
-//! the GPU engine not yet (issue #3).
+//! of the weights per step, per-user against aggregate tok/s, on either engine.
 
 use crate::CliResult;
 use crate::args::{Backend, BenchArgs, Sweep};
@@ -17,6 +16,7 @@ use tokscope_core::requant::{DIAL, requantize};
 use tokscope_core::stats::median;
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
+use tokscope_gpu::batch::Batch;
 
 #[derive(Serialize)]
 struct Row {
@@ -67,31 +67,32 @@ struct BatchRow {
 }
 
 /// Times `runs` batched decodes of `tokens` steps for `b` sequences (each after the same short
-/// prompt), greedy per sequence.
+/// prompt), greedy per sequence, on the CPU engine or (with `gpu`) the GPU engine.
 fn measure_batch<B: AsRef<[u8]>>(
     model: &Arc<Model<B>>,
+    gpu: Option<&Arc<GpuContext>>,
     prompt: &[u32],
     tokens: usize,
     runs: usize,
     b: usize,
 ) -> Result<BatchRow, String> {
-    use tokscope_core::cpu::CpuEngine;
-    use tokscope_core::sampling::argmax;
     let context = prompt.len() + tokens + 9;
-    let mut e = CpuEngine::with_sequences(model.clone(), context, b).map_err(|e| e.to_string())?;
-    let vocab = model.config.vocab_size;
-    let step = |e: &mut CpuEngine<B>, n: usize| -> Result<f64, String> {
+    let mut e = match gpu {
+        Some(ctx) => Batch::gpu(ctx.clone(), model.clone(), context, b),
+        None => Batch::cpu(model.clone(), context, b),
+    }
+    .map_err(|e| e.to_string())?;
+    let step = |e: &mut Batch<B>, n: usize| -> Result<f64, String> {
         e.reset();
-        let mut next = vec![0u32; b];
-        for (s, t) in next.iter_mut().enumerate() {
-            *t = argmax(e.prefill_seq(s, prompt).map_err(|e| e.to_string())?);
+        let mut next = Vec::with_capacity(b);
+        for s in 0..b {
+            e.begin_prefill(s, prompt).map_err(|e| e.to_string())?;
+            next.extend(e.finish().map_err(|e| e.to_string())?);
         }
         let start = std::time::Instant::now();
         for _ in 0..n {
-            let logits = e.decode_batch(&next).map_err(|e| e.to_string())?;
-            for (s, t) in next.iter_mut().enumerate() {
-                *t = argmax(&logits[s * vocab..(s + 1) * vocab]);
-            }
+            e.begin_step(&next).map_err(|e| e.to_string())?;
+            next = e.finish().map_err(|e| e.to_string())?;
         }
         Ok(n as f64 / start.elapsed().as_secs_f64())
     };
@@ -117,24 +118,32 @@ fn measure_batch<B: AsRef<[u8]>>(
 }
 
 fn batch_sweep(a: &BenchArgs, batches: &[usize]) -> CliResult {
-    if a.backend == Backend::Gpu {
-        return Err(
-            "batched decode runs on the CPU engine only so far (the GPU engine's is issue #3): use --backend cpu"
-                .into(),
-        );
-    }
     let loaded = crate::model_file::load(&a.model)?;
     let prompt = bench_prompt(&loaded.tokenizer, a.prompt_tokens.min(16))?;
+    let (backend, adapter, ctx, probe_gb_s) = match a.backend {
+        Backend::Cpu => ("cpu", cpu_label(), None, None),
+        Backend::Gpu => {
+            let ctx = Arc::new(GpuContext::new_blocking().map_err(|e| e.to_string())?);
+            let probe = tokscope_gpu::probe::run(&ctx, 5).map_err(|e| e.to_string())?;
+            ("gpu", gpu_label(&ctx), Some(ctx), Some(probe.read_gb_s))
+        }
+    };
     let mut rows = Vec::new();
     for &b in batches {
-        rows.push(measure_batch(&loaded.model, &prompt, a.tokens, a.runs, b)?);
+        rows.push(measure_batch(
+            &loaded.model,
+            ctx.as_ref(),
+            &prompt,
+            a.tokens,
+            a.runs,
+            b,
+        )?);
     }
-    let adapter = cpu_label();
     let report = Report {
         sweep: "batch",
-        backend: "cpu",
+        backend,
         adapter,
-        probe_gb_s: None,
+        probe_gb_s,
         tokens: a.tokens,
         runs: a.runs,
         rows,
@@ -142,7 +151,12 @@ fn batch_sweep(a: &BenchArgs, batches: &[usize]) -> CliResult {
     if report.json(a.json)? {
         return Ok(());
     }
-    println!("batch sweep — {} — {}", report.backend, report.adapter);
+    println!(
+        "batch sweep — {} — {}{}",
+        report.backend,
+        report.adapter,
+        probe_gb_s.map(|p| format!(", probe {p:.2} GB/s")).unwrap_or_default()
+    );
     println!("batch  per-user tok/s  aggregate tok/s  MB/step  effective GB/s");
     for r in &report.rows {
         println!(

@@ -572,8 +572,39 @@ fn bench_sweeps_batch_sizes_on_the_cpu_engine() {
         "--json",
     ]));
     assert_eq!(one["rows"][0]["batch"], 4);
-    assert_clean_error(
-        &tokscope(&["bench", "--model", s(&m), "--sweep", "batch", "--backend", "gpu"]),
-        "--backend cpu",
+}
+
+#[test]
+fn bench_batch_on_the_gpu_engine() {
+    let m = tiny();
+    let args = [
+        "bench",
+        "--model",
+        s(&m),
+        "--backend",
+        "gpu",
+        "--batch",
+        "8",
+        "--tokens",
+        "8",
+        "--runs",
+        "3",
+        "--json",
+    ];
+    let out = tokscope(&args);
+    if !out.status.success() && std::env::var("TOKSCOPE_REQUIRE_GPU").as_deref() != Ok("1") {
+        eprintln!("skipping: {}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["backend"], "gpu");
+    assert!(v["probe_gb_s"].as_f64().unwrap() > 0.0, "{v}");
+    let row = &v["rows"][0];
+    assert_eq!(row["batch"], 8);
+    let (user, all) = (
+        row["per_user_tok_s"].as_f64().unwrap(),
+        row["aggregate_tok_s"].as_f64().unwrap(),
     );
+    assert!(user > 0.0 && (all - 8.0 * user).abs() < 1e-6 * all, "{row}");
 }

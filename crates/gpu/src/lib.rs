@@ -1,6 +1,7 @@
 //! tokscope-gpu: the model on the GPU through wgpu — natively (Vulkan/Metal/DX12; lavapipe or
 //! SwiftShader on the CPU in tests) and in the browser (WebGPU).
 
+pub mod batch;
 pub mod device;
 pub mod engine;
 pub mod fused;

@@ -13,6 +13,7 @@ use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::engine::{GpuEngine, Want};
+use tokscope_gpu::matvec::MAX_COLUMNS;
 use wasm_bindgen_test::*;
 
 #[path = "common/compare.rs"]
@@ -57,4 +58,30 @@ async fn prefill_then_top_k_matches_the_cpu_engine() {
     let mut order: Vec<u32> = (0..want.len() as u32).collect();
     order.sort_by(|&a, &b| want[b as usize].total_cmp(&want[a as usize]));
     assert_eq!(top.iter().map(|p| p.1).collect::<Vec<_>>(), order[..4].to_vec());
+}
+
+/// Passes of several columns in the browser: a prompt longer than one pass (a full chunk and a
+/// partial one), a second sequence, then one batched step of both, each against the CPU engine.
+#[wasm_bindgen_test]
+async fn chunked_prefill_and_batched_decode_match_the_cpu_engine() {
+    let ctx = Arc::new(GpuContext::new().await.unwrap());
+    let model = tiny_model(GgmlType::Q4_1);
+    let long: Vec<u32> = (0..MAX_COLUMNS as u32 + 5).map(|i| (i * 37 + 5) % 256).collect();
+    let prompts: [&[u32]; 2] = [&long, &[5, 6]];
+    let mut gpu = GpuEngine::with_sequences(ctx, model.clone(), 64, 2, |_, _| {}).unwrap();
+    let mut cpus = Vec::new();
+    for (s, p) in prompts.iter().enumerate() {
+        let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
+        let want = cpu.prefill(p).unwrap().to_vec();
+        gpu.submit_prefill_seq(s, p, Want::Logits).unwrap();
+        let got = gpu.read_async().await.unwrap().into_logits();
+        assert_logits_close(GgmlType::Q4_1, s, &got, &want);
+        cpus.push(cpu);
+    }
+    gpu.submit_batch(&[7, 8], Want::Logits).unwrap();
+    let got = gpu.read_all_async().await.unwrap();
+    for (s, (cpu, t)) in cpus.iter_mut().zip([7, 8]).enumerate() {
+        let want = cpu.decode(t).unwrap().to_vec();
+        assert_logits_close(GgmlType::Q4_1, s, &got[s].clone().into_logits(), &want);
+    }
 }

@@ -501,6 +501,8 @@ async fn the_batch_dial_shows_per_user_and_aggregate_rates() {
         rows.push((batch, user, all));
     }
     println!("batch dial in the page (CPU engine): {rows:?}");
+    let engine = b.text("batch-backend").await;
+    assert!(engine.contains("CPU"), "the dial names its engine: {engine}");
     // No claim about the shape: on the wasm CPU engine decode is compute-bound, so the
     // aggregate stays nearly flat (the lesson's bandwidth-bound case needs the GPU's batch).
     assert_eq!(b.page_errors().await, Vec::<String>::new());

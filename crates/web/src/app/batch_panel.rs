@@ -1,6 +1,6 @@
 //! The batch dial: B = 1, 2, 4, 8, 16 sequences decoded together, one sequence's rate beside all
-//! of them together — latency against throughput. It runs on the CPU engine, the only one with
-//! batched decode so far (the GPU engine's is issue #3), and says so.
+//! of them together — latency against throughput, on the engine the page loaded (WebGPU or the
+//! CPU engine), whose name the panel shows.
 
 use super::link::send;
 use super::state::State;
@@ -23,7 +23,7 @@ pub fn start(state: State) {
         running: true,
         points: vec![],
     });
-    state.status.set("Batch dial: decoding on the CPU engine…".into());
+    state.status.set("Batch dial: decoding…".into());
     send(
         &ToWorker::BatchDial {
             batches: BATCHES.to_vec(),
@@ -42,7 +42,8 @@ pub fn BatchPanel(state: State) -> impl IntoView {
             <h3>"Batch dial"</h3>
             <p class="explain">"Several sequences decoded together share one read of the weights per step. Where decoding is "
                 "bandwidth-bound, the total rate grows almost with the batch while one user's rate barely moves; where arithmetic "
-                "binds, both move less. This runs on the CPU engine, the only one here with batched decode so far."</p>
+                "binds, both move less. This runs on the engine the page loaded: "
+                <span data-testid="batch-backend">{move || state.model.get().map(|m| m.backend.label).unwrap_or_default()}</span>"."</p>
             <button data-testid="batch-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the batch dial"</button>
             <table class="dial-table">
                 <thead><tr><th>"Batch"</th><th>"Per user tok/s"</th><th>"Aggregate tok/s"</th><th class="bars-h">"(bars: aggregate, per user)"</th></tr></thead>

@@ -14,15 +14,15 @@ use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
-use tokscope_core::cpu::CpuEngine;
 use tokscope_core::gguf::Gguf;
 use tokscope_core::model::Model;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
 use tokscope_core::quant::GgmlType;
 use tokscope_core::requant::{DIAL, encoded_len, requantize};
-use tokscope_core::sampling::{Sampler, argmax};
+use tokscope_core::sampling::Sampler;
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
+use tokscope_gpu::batch::Batch;
 use tokscope_gpu::runner::Runner;
 
 /// The context the page's engine reserves: the default model allows 8,192 tokens, whose f32
@@ -287,26 +287,34 @@ impl Worker {
         Ok(())
     }
 
-    /// Batched decode on the CPU engine (the GPU engine has none yet): B sequences after the
-    /// same short prompt, `tokens` greedy steps, one read of the weights per step.
+    /// Batched decode on the loaded engine's backend (WebGPU or the CPU engine): B sequences
+    /// after the same short prompt, `tokens` greedy steps, one read of the weights per step.
+    /// On WebGPU each batch size uploads its own copy of the weights beside the loaded engine's
+    /// (dropped before the next).
     async fn batch_dial(&mut self, batches: &[usize], tokens: usize) -> Result<(), String> {
         let loaded = self.loaded.as_ref().ok_or("no model is loaded yet")?;
         let model = loaded.model.clone();
+        let gpu = match &loaded.runner {
+            Runner::Gpu(e) => Some(e.ctx.clone()),
+            Runner::Cpu { .. } => None,
+        };
         let prompt = prompt_tokens(&loaded.tokenizer, None, crate::speed::PROMPT).map_err(|e| e.to_string())?;
-        let vocab = model.config.vocab_size;
+        let context = prompt.len() + tokens + 1;
         for &b in batches {
-            let mut e =
-                CpuEngine::with_sequences(model.clone(), prompt.len() + tokens + 1, b).map_err(|e| e.to_string())?;
-            let mut next = vec![0u32; b];
-            for (s, t) in next.iter_mut().enumerate() {
-                *t = argmax(e.prefill_seq(s, &prompt).map_err(|e| e.to_string())?);
+            let mut e = match &gpu {
+                Some(ctx) => Batch::gpu(ctx.clone(), model.clone(), context, b),
+                None => Batch::cpu(model.clone(), context, b),
+            }
+            .map_err(|e| e.to_string())?;
+            let mut next = Vec::with_capacity(b);
+            for s in 0..b {
+                e.begin_prefill(s, &prompt).map_err(|e| e.to_string())?;
+                next.extend(e.finish_async().await.map_err(|e| e.to_string())?);
             }
             let start = now_s();
             for _ in 0..tokens {
-                let logits = e.decode_batch(&next).map_err(|e| e.to_string())?;
-                for (s, t) in next.iter_mut().enumerate() {
-                    *t = argmax(&logits[s * vocab..(s + 1) * vocab]);
-                }
+                e.begin_step(&next).map_err(|e| e.to_string())?;
+                next = e.finish_async().await.map_err(|e| e.to_string())?;
                 yield_now().await; // let a Stop or the page's messages through
             }
             let per_user_tok_s = tokens as f64 / (now_s() - start).max(1e-9);
