@@ -3,7 +3,8 @@
 # in one run, so the ratios are side by side. Nothing else depends on it.
 #   1. the adapters Vulkan offers, then `tokscope probe` and `tokscope bench --backend gpu` on the
 #      first hardware one (decode, prefill, bytes per token, probe GB/s, MBU, dispatches per token,
-#      time per kernel class), then the precision sweep;
+#      time per kernel class), then the precision sweep and the batch sweep (B = 1…16: aggregate
+#      tok/s at B = 8 against B = 1 is the throughput-vs-latency proof);
 #   2. llama.cpp built for that GPU, when `llama-bench` is on PATH (or $LLAMA_BENCH): the same GGUF,
 #      all layers offloaded, 128-token prefill and decode;
 #   3. headless Chromium with hardware WebGPU: the adapter it reports, then tokscope's page and
@@ -34,6 +35,14 @@ $bin bench --model "$model" --backend gpu --tokens 128 --runs 5 --json | tee "$o
 $bin bench --model "$model" --backend gpu --tokens 128 --runs 5
 step "precision sweep (GPU)"
 $bin bench --model "$model" --backend gpu --sweep precision --tokens 64 --runs 3
+step "batch sweep (GPU)"
+$bin bench --model "$model" --backend gpu --sweep batch --tokens 64 --runs 3 --json | tee "$out/batch.json"
+python3 - "$out/batch.json" <<'PY'
+import json, sys
+rows = {r["batch"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+if 1 in rows and 8 in rows:
+    print(f"aggregate tok/s at batch 8 / batch 1: {rows[8]['aggregate_tok_s'] / rows[1]['aggregate_tok_s']:.2f}x (target >= 4)")
+PY
 
 step "llama.cpp on the GPU"
 llama_bench=${LLAMA_BENCH:-$(command -v llama-bench || true)}
