@@ -201,6 +201,9 @@ struct Block {
     s: f32,
 }
 
+// Read where it is used, once per row, not gathered per block into a local array of MAX_NC
+// blocks: with that array, decode on SwiftShader was 2.5× slower (0.2 against 0.5 tok/s; WGSL
+// zero-initializes a local array, and SwiftShader does not unroll the column loop that fills it).
 fn staged(c: u32, b: u32, nb: u32) -> Block {
     let i = c * nb + b;
     return Block(xq[i * 2u], xq[i * 2u + 1u], xd[i], xs[i]);
@@ -342,14 +345,6 @@ fn q8_dot(a: vec4<u32>, b: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
          + dot4I8Packed(b.x, x1.x) + dot4I8Packed(b.y, x1.y) + dot4I8Packed(b.z, x1.z) + dot4I8Packed(b.w, x1.w);
 }
 
-// The block's column inputs, loaded once per block for all its rows.
-fn blocks(b: u32, nb: u32) -> array<Block, MAX_NC> {
-    var xb: array<Block, MAX_NC>;
-    for (var c = 0u; c < NC; c++) {
-        xb[c] = staged(c, b, nb);
-    }
-    return xb;
-}
 
 @compute @workgroup_size(WG)
 fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -359,7 +354,6 @@ fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let nb = p.cols / 32u;
     var acc: array<f32, MAX_RC>;
     for (var b = lid % LANES; b < nb; b += LANES) {
-        let xb = blocks(b, nb);
         let t0 = tile0(r0, b, nb);
         for (var r4 = 0u; r4 < R; r4 += 4u) {
             let dm4 = scale_words(p.scales_at + t0 + r4, min(R, 4u));
@@ -368,7 +362,8 @@ fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let dm = unpack2x16float(dm4[k]);
                 let q = nibbles(w4[t0 + r]);
                 for (var c = 0u; c < NC; c++) {
-                    acc[r * NC + c] += dm.x * xb[c].d * f32(q4_dot(q[0], q[1], xb[c].x0, xb[c].x1)) + dm.y * xb[c].s;
+                    let xc = staged(c, b, nb);
+                    acc[r * NC + c] += dm.x * xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) + dm.y * xc.s;
                 }
             }
         }
@@ -384,7 +379,6 @@ fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let nb = p.cols / 32u;
     var acc: array<f32, MAX_RC>;
     for (var b = lid % LANES; b < nb; b += LANES) {
-        let xb = blocks(b, nb);
         let t0 = tile0(r0, b, nb);
         for (var r8 = 0u; r8 < R; r8 += 8u) {
             let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
@@ -393,7 +387,8 @@ fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let h = half_at(ds, k);
                 let q = nibbles(w4[t0 + r]);
                 for (var c = 0u; c < NC; c++) {
-                    acc[r * NC + c] += h * (xb[c].d * f32(q4_dot(q[0], q[1], xb[c].x0, xb[c].x1)) - 8.0 * xb[c].s);
+                    let xc = staged(c, b, nb);
+                    acc[r * NC + c] += h * (xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) - 8.0 * xc.s);
                 }
             }
         }
@@ -409,7 +404,6 @@ fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let nb = p.cols / 32u;
     var acc: array<f32, MAX_RC>;
     for (var b = lid % LANES; b < nb; b += LANES) {
-        let xb = blocks(b, nb);
         let t0 = tile0(r0, b, nb);
         for (var r8 = 0u; r8 < R; r8 += 8u) {
             let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
@@ -419,7 +413,8 @@ fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let wa = w4[t * 2u];
                 let wb = w4[t * 2u + 1u];
                 for (var c = 0u; c < NC; c++) {
-                    acc[(r8 + k) * NC + c] += h * xb[c].d * f32(q8_dot(wa, wb, xb[c].x0, xb[c].x1));
+                    let xc = staged(c, b, nb);
+                    acc[(r8 + k) * NC + c] += h * xc.d * f32(q8_dot(wa, wb, xc.x0, xc.x1));
                 }
             }
         }
