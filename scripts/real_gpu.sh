@@ -64,7 +64,7 @@ else
 fi
 
 step "Chromium WebGPU adapter"
-TRUNK_OFFLINE=true trunk build --release >/dev/null 2>&1 || echo "trunk build failed"
+cargo xtask build-web >/dev/null 2>&1 || echo "cargo xtask build-web failed"
 cargo run --release --locked -q -p tokscope-e2e --example adapter_info
 step "tokscope page vs wllama in Chromium"
 scripts/vs_wllama.sh

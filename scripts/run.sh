@@ -7,7 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-export TRUNK_OFFLINE=true
-trunk build --release
+cargo xtask build-web
 cargo build --release --locked -p tokscope-cli -p tokscope-e2e --bin tokscope --bin tokscope-serve
 exec ./target/release/tokscope-serve dist "${1:-127.0.0.1:8080}"

@@ -25,7 +25,7 @@ for c in rustfmt clippy; do
 done
 rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
 
-# wasm-bindgen's CLI must match the wasm-bindgen crate in Cargo.lock exactly.
+# wasm-bindgen's CLI (the wasm tests' runner, and `cargo xtask build-web`) must match the wasm-bindgen crate in Cargo.lock exactly.
 wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -q " $wb_version\b"; then
   # Not --locked: that lock pins a webpki-roots release the registry no longer serves.
@@ -36,9 +36,6 @@ command -v node >/dev/null || apt_install nodejs
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 ||
   apt_install mesa-vulkan-drivers libvulkan1
 
-# The page: Trunk builds it (0.21.14: newer releases need a newer rustc); it finds the
-# wasm-bindgen CLI above through TRUNK_OFFLINE=true (scripts/run.sh and test.sh set it).
-trunk --version 2>/dev/null | grep -q " 0.21.14" || cargo install -q --locked trunk --version 0.21.14
 # Headless Chromium and its WebDriver, for the browser tests (WebGPU on SwiftShader without a GPU).
 command -v chromium >/dev/null || apt_install chromium
 command -v chromedriver >/dev/null || apt_install chromium-driver

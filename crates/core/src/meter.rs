@@ -51,6 +51,11 @@ impl DecodeMeter {
         self.latencies.len()
     }
 
+    /// Seconds spent on all decoded tokens.
+    pub fn total_s(&self) -> f64 {
+        self.latencies.iter().sum()
+    }
+
     /// Tokens ÷ total time over all decoded tokens (not the mean of per-token rates, which
     /// overweights fast tokens).
     pub fn mean_tok_s(&self) -> Option<f64> {

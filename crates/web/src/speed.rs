@@ -6,8 +6,20 @@ use crate::params::{Settings, number};
 use tokscope_core::presets;
 use tokscope_core::roofline::{GB, mbu};
 
-/// Tokens the speed check decodes (fixed, end-of-text ignored, greedy).
+/// Tokens the speed check decodes at most (end-of-text ignored, greedy).
 pub const DECODE_TOKENS: usize = 128;
+/// Decode time after which the check stops early, once it has [`MIN_TOKENS`]: a device that
+/// decodes 128 tokens in minutes (a software adapter, a slow phone) gets its rate in seconds
+/// instead; the mean over 16 tokens already varies by a few percent at most once the first
+/// token's warm-up is amortized, far less than the spread between devices the card compares.
+pub const DECODE_SECONDS: f64 = 20.0;
+/// Tokens the check always decodes before it may stop early.
+pub const MIN_TOKENS: usize = 16;
+
+/// Whether the check should stop after `tokens` decoded tokens that took `seconds` in all.
+pub fn time_is_up(tokens: usize, seconds: f64) -> bool {
+    tokens >= MIN_TOKENS && seconds >= DECODE_SECONDS
+}
 /// The prompt it decodes from.
 pub const PROMPT: &str = "The history of the printing press";
 
@@ -22,10 +34,20 @@ pub struct SpeedResult {
     pub round_trip_ms: Option<f64>,
     /// Mean decode rate over the check's tokens.
     pub tok_s: f64,
+    /// Tokens that rate is over ([`DECODE_TOKENS`], or fewer when the check stopped early).
+    pub tokens: usize,
     pub bytes_per_token: u64,
 }
 
 impl SpeedResult {
+    /// " tok/s over N tokens" (a link from before the count was shared says only " tok/s").
+    pub fn over(&self) -> String {
+        match self.tokens {
+            0 => " tok/s".into(),
+            n => format!(" tok/s over {n} tokens"),
+        }
+    }
+
     /// Measured decode bandwidth ÷ probe bandwidth.
     pub fn mbu(&self) -> Option<f64> {
         mbu(self.tok_s, self.bytes_per_token as f64, self.gb_s? * GB)
@@ -48,13 +70,14 @@ impl SpeedResult {
             |v: Option<f64>, digits: usize, unit: &str| v.map_or("–".into(), |x| format!("{x:.digits$} {unit}"));
         let mut md = format!(
             "| tokscope speed check | |\n|---|---|\n| Adapter | {} |\n| Browser | {} |\n| Model | {} |\n\
-             | Read bandwidth (probe) | {} |\n| Decode | {:.1} tok/s |\n| Bytes per token | {:.1} MB |\n| MBU | {} |\n\
+             | Read bandwidth (probe) | {} |\n| Decode | {:.1}{} |\n| Bytes per token | {:.1} MB |\n| MBU | {} |\n\
              | Cost per dispatch | {} |\n| Submit + read-back | {} |\n",
             self.adapter.replace('|', "/"),
             self.browser.replace('|', "/"),
             self.model.replace('|', "/"),
             opt(self.gb_s, 2, "GB/s"),
             self.tok_s,
+            self.over(),
             self.bytes_per_token as f64 / 1e6,
             self.mbu().map_or("–".into(), |m| format!("{:.0} %", 100.0 * m)),
             opt(self.dispatch_us, 1, "µs"),
@@ -83,6 +106,7 @@ impl Settings for SpeedResult {
             "dispatch_us" => self.dispatch_us = Some(positive(v)?),
             "round_trip_ms" => self.round_trip_ms = Some(positive(v)?),
             "tok_s" => self.tok_s = positive(v)?,
+            "tokens" => self.tokens = number(v)?,
             "bytes_per_token" => self.bytes_per_token = number(v)?,
             _ => {}
         }
@@ -96,6 +120,7 @@ impl Settings for SpeedResult {
             ("model_name", self.model.clone()),
             // Full precision: the shared card must round to the same figures as the original.
             ("tok_s", self.tok_s.to_string()),
+            ("tokens", self.tokens.to_string()),
             ("bytes_per_token", self.bytes_per_token.to_string()),
         ];
         for (k, v) in [
@@ -154,6 +179,7 @@ mod tests {
             dispatch_us: Some(29.5),
             round_trip_ms: Some(0.61),
             tok_s: 20.0,
+            tokens: 128,
             bytes_per_token: 100_000_000,
         }
     }
@@ -169,11 +195,19 @@ mod tests {
     }
 
     #[test]
+    fn the_check_stops_early_only_with_enough_tokens_and_time() {
+        assert!(!time_is_up(MIN_TOKENS - 1, 10.0 * DECODE_SECONDS));
+        assert!(!time_is_up(MIN_TOKENS, DECODE_SECONDS - 0.5));
+        assert!(time_is_up(MIN_TOKENS, DECODE_SECONDS));
+        assert!(time_is_up(100, 30.0));
+    }
+
+    #[test]
     fn markdown_has_every_figure() {
         let md = sample().to_markdown();
         for needle in [
             "| Read bandwidth (probe) | 8.00 GB/s |",
-            "| Decode | 20.0 tok/s |",
+            "| Decode | 20.0 tok/s over 128 tokens |",
             "| MBU | 25 % |",
             "| Cost per dispatch | 29.5 µs |",
             "below Apple A17 Pro",

@@ -1,4 +1,4 @@
-//! A small static file server for `dist/` (Trunk's output): correct MIME types (wasm must be
+//! A small static file server for `dist/` (`cargo xtask build-web`'s output): correct MIME types (wasm must be
 //! `application/wasm` for streaming compilation), CORS open (embeds and model URLs from another
 //! origin), and a log of every path requested.
 

@@ -1,4 +1,4 @@
-//! Where the built page lives: `dist/` at the workspace root, built by `trunk build --release`
+//! Where the built page lives: `dist/` at the workspace root, built by `cargo xtask build-web`
 //! (scripts/test.sh does it before the tests).
 
 use std::path::{Path, PathBuf};
@@ -18,18 +18,18 @@ pub fn dist() -> PathBuf {
     let d = root().join("dist");
     assert!(
         d.join("index.html").is_file() && d.join(MODEL).is_file(),
-        "dist/ is not built: scripts/test.sh runs `trunk build --release` first"
+        "dist/ is not built: scripts/test.sh runs `cargo xtask build-web` first"
     );
     d
 }
 
 /// The folder that holds the build made for a sub-path: `tokscope/` in it is
-/// `trunk build --release --public-url /tokscope/ --dist target/subpath/tokscope`.
+/// `cargo xtask build-web --public-url /tokscope/ --dist target/subpath/tokscope`.
 pub fn subpath_root() -> PathBuf {
     let d = root().join("target/subpath");
     assert!(
         d.join("tokscope/index.html").is_file(),
-        "the sub-path build is missing: scripts/test.sh runs trunk build --public-url /tokscope/ --dist target/subpath/tokscope"
+        "the sub-path build is missing: scripts/test.sh runs cargo xtask build-web --public-url /tokscope/ --dist target/subpath/tokscope"
     );
     d
 }
@@ -43,12 +43,14 @@ pub fn screenshot_path(name: &str) -> PathBuf {
 /// on the same driver as the page's WebGPU.
 pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
-/// Runs the `tokscope` CLI (release build, through cargo) and returns its stdout; `icd` picks
-/// the Vulkan driver for `--backend gpu`, `probe` and `bench`.
+/// Runs the `tokscope` CLI (through cargo, in the test profile: optimized like a release, and
+/// the same compiled crates `cargo test` just built, where a release build would take CI
+/// another ten minutes) and returns its stdout; `icd` picks the Vulkan driver for
+/// `--backend gpu`, `probe` and `bench`.
 pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
     let mut cmd = std::process::Command::new(env!("CARGO"));
     cmd.current_dir(root())
-        .args(["run", "--release", "--quiet", "--locked", "-p", "tokscope-cli", "--"])
+        .args(["run", "--profile", "test", "--quiet", "--locked", "-p", "tokscope-cli", "--"])
         .args(args);
     if let Some(icd) = icd {
         cmd.env("VK_ICD_FILENAMES", icd);

@@ -1,4 +1,4 @@
-//! The playground in a real headless Chromium: the page built by Trunk (`dist/`, built by
+//! The playground in a real headless Chromium: the page as `cargo xtask build-web` builds it (`dist/`, by
 //! scripts/test.sh first), served by our static server, driven through chromedriver. WebGPU runs
 //! on SwiftShader where the machine has no GPU. Screenshots land in `target/e2e/`.
 
@@ -145,7 +145,7 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
     let server = serve();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     b.client
-        .goto(&server.url("index.html?max_tokens=48&temperature=0&backend=gpu"))
+        .goto(&server.url("index.html?max_tokens=16&temperature=0&backend=gpu"))
         .await
         .unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();

@@ -11,7 +11,7 @@ thread_local! {
     static WORKER: RefCell<Option<web_sys::Worker>> = const { RefCell::new(None) };
 }
 
-/// Trunk's loader for the worker binary, next to the page (relative, so a sub-path works).
+/// build-web's loader for the worker binary, next to the page (relative, so a sub-path works).
 const WORKER_URL: &str = "./tokscope-worker_loader.js";
 
 pub fn spawn(state: State) -> Result<(), String> {

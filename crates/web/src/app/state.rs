@@ -2,7 +2,7 @@
 
 use super::speed_panel::Stage;
 use crate::params::{AgentSettings, RooflineSettings, RunSettings};
-use crate::protocol::{BackendChoice, CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason};
+use crate::protocol::{BackendChoice, CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::meter::DecodeMeter;
 
@@ -168,7 +168,13 @@ impl State {
                 self.output.update(|o| o.push_str(&text));
                 self.generated.update(|g| *g += 1);
                 if let Some(s) = seconds {
+                    let up = |m: &DecodeMeter| crate::speed::time_is_up(m.count(), m.total_s());
+                    let was_up = self.meter.with_untracked(up);
                     self.meter.update(|m| m.push(s));
+                    // The speed check stops early on a slow device (once, when time runs out).
+                    if self.speed.get_untracked() == Stage::Decoding && !was_up && self.meter.with_untracked(up) {
+                        super::link::send(&ToWorker::Stop, None);
+                    }
                 }
             }
             FromWorker::Done { generated, reason } => {

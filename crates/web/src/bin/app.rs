@@ -1,4 +1,4 @@
-//! The playground page (built for wasm32 by Trunk; natively an empty program).
+//! The playground page (built for wasm32 by `cargo xtask build-web`; natively an empty program).
 
 fn main() {
     #[cfg(target_arch = "wasm32")]

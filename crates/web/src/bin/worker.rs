@@ -1,4 +1,4 @@
-//! The engine's Web Worker (built for wasm32 by Trunk; natively an empty program).
+//! The engine's Web Worker (built for wasm32 by `cargo xtask build-web`; natively an empty program).
 
 fn main() {
     #[cfg(target_arch = "wasm32")]

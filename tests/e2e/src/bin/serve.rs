@@ -1,4 +1,4 @@
-//! `tokscope-serve [DIR] [ADDR]`: serves Trunk's `dist/` (default) on 127.0.0.1:8080 (default),
+//! `tokscope-serve [DIR] [ADDR]`: serves the built page, `dist/` (default), on 127.0.0.1:8080 (default),
 //! as scripts/run.sh does. The same server the end-to-end tests use.
 
 fn main() {
