@@ -50,7 +50,16 @@ pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
 pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
     let mut cmd = std::process::Command::new(env!("CARGO"));
     cmd.current_dir(root())
-        .args(["run", "--profile", "test", "--quiet", "--locked", "-p", "tokscope-cli", "--"])
+        .args([
+            "run",
+            "--profile",
+            "test",
+            "--quiet",
+            "--locked",
+            "-p",
+            "tokscope-cli",
+            "--",
+        ])
         .args(args);
     if let Some(icd) = icd {
         cmd.env("VK_ICD_FILENAMES", icd);
