@@ -10,8 +10,7 @@ use tokscope_core::roofline::{GB, mbu};
 pub const DECODE_TOKENS: usize = 128;
 /// Decode time after which the check stops early, once it has [`MIN_TOKENS`]: a device that
 /// decodes 128 tokens in minutes (a software adapter, a slow phone) gets its rate in seconds
-/// instead; the mean over 16 tokens already varies by a few percent at most once the first
-/// token's warm-up is amortized, far less than the spread between devices the card compares.
+/// instead, over at least 16 tokens; the card says how many.
 pub const DECODE_SECONDS: f64 = 20.0;
 /// Tokens the check always decodes before it may stop early.
 pub const MIN_TOKENS: usize = 16;
