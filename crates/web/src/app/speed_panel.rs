@@ -1,6 +1,7 @@
 //! The speed check: one button runs the bandwidth probe and a greedy decode of the loaded model
-//! (128 tokens, or fewer once 20 s have passed: speed.rs), then shows a card — adapter, browser, GB/s, tok/s, MBU, cost per dispatch,
-//! where the device sits among the presets — to copy as Markdown or share as a link.
+//! (128 tokens, or fewer once 20 s have passed: speed.rs), then shows a card — adapter,
+//! browser, GB/s, tok/s, MBU, cost per dispatch, where the device sits among the presets — to
+//! copy as Markdown or share as a link.
 
 use super::link::send;
 use super::share::Share;
@@ -64,11 +65,8 @@ pub fn fixed_decode(state: State, tokens: usize) {
 
 /// The card's figures once the decode is done.
 pub fn result(state: State) -> Stage {
-    let (Some(m), Some(tok_s), tokens) = (
-        state.model.get_untracked(),
-        state.meter.with_untracked(|m| m.mean_tok_s()),
-        state.meter.with_untracked(|m| m.count()),
-    ) else {
+    let (tok_s, tokens) = state.meter.with_untracked(|m| (m.mean_tok_s(), m.count()));
+    let (Some(m), Some(tok_s)) = (state.model.get_untracked(), tok_s) else {
         return Stage::Failed("the decode produced no timed tokens".into());
     };
     let probe = state.probe.get_untracked().filter(|_| m.backend.gpu);
