@@ -130,6 +130,14 @@ pub struct GpuEngine<B> {
     cos_sin: Vec<f32>,
 }
 
+/// ops.wgsl's workgroup size on this kind of adapter (see its `WG`).
+fn ops_workgroup(device_type: wgpu::DeviceType) -> u32 {
+    match device_type {
+        wgpu::DeviceType::Cpu => 64,
+        _ => 256,
+    }
+}
+
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
     ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
@@ -176,8 +184,9 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let capacity = context.clamp(1, c.context_length);
         let dev = &ctx.device;
         let module = ctx.shader("ops.wgsl", OPS_SHADER);
-        let attention = ctx.pipeline(&module, "attention");
-        let top_k = ctx.pipeline(&module, "top_k");
+        let ops_workgroup = [("WG", ops_workgroup(ctx.info.device_type) as f64)];
+        let attention = ctx.pipeline_with(&module, "attention", &ops_workgroup);
+        let top_k = ctx.pipeline_with(&module, "top_k", &ops_workgroup);
         let mut matvec = MatvecKernels::new(&ctx);
         let (d, qd, kvd, fd) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
         let n = MAX_COLUMNS;

@@ -167,6 +167,8 @@ pub struct MatvecIo<'a> {
 pub struct MatvecCall {
     ty: GgmlType,
     rows: usize,
+    /// The matrix's width (input values per column): its pipelines' workgroup arrays fit it.
+    width: usize,
     /// Columns per workgroup when a pass has more than one.
     cols: u32,
     bind: wgpu::BindGroup,
@@ -230,6 +232,19 @@ impl Shape {
         nc
     }
 
+    /// matvec.wgsl's workgroup array lengths (`XQ_LEN`, `XB_LEN`, `RED_LEN`) for `nc` columns of
+    /// a matrix `width` wide: only what the pipeline stages, since a browser zeroes them all in
+    /// every workgroup. Float matrices stage nothing (1: WGSL arrays are never empty).
+    pub fn workgroup_lengths(&self, ty: GgmlType, nc: u32, width: usize) -> [u32; 3] {
+        let staged = if ty.is_quantized() { nc * width as u32 } else { 0 };
+        let partials = if self.lanes > 1 {
+            self.workgroup * self.rows * nc
+        } else {
+            0
+        };
+        [(staged / 16).max(1), (staged / 32).max(1), self.workgroup.max(partials)]
+    }
+
     fn check(&self) {
         let ok = self.lanes.is_power_of_two()
             && self.workgroup.is_power_of_two()
@@ -246,7 +261,8 @@ impl Shape {
 /// The matvec pipelines, compiled at load for the types and column counts the bound matrices
 /// need.
 pub struct MatvecKernels {
-    pipelines: HashMap<(GgmlType, u32), wgpu::ComputePipeline>,
+    /// By weight type, columns per workgroup and matrix width.
+    pipelines: HashMap<(GgmlType, u32, usize), wgpu::ComputePipeline>,
     module: wgpu::ShaderModule,
     pipeline_layout: wgpu::PipelineLayout,
     layout: wgpu::BindGroupLayout,
@@ -340,17 +356,21 @@ impl MatvecKernels {
         }
     }
 
-    /// Compiles `ty`'s kernel for `nc` columns per workgroup, once.
-    fn ensure(&mut self, ctx: &GpuContext, ty: GgmlType, nc: u32) {
+    /// Compiles `ty`'s kernel for `nc` columns per workgroup of a matrix `width` wide, once.
+    fn ensure(&mut self, ctx: &GpuContext, ty: GgmlType, nc: u32, width: usize) {
         let shape = self.shape;
         let (module, layout) = (&self.module, &self.pipeline_layout);
-        self.pipelines.entry((ty, nc)).or_insert_with(|| {
+        self.pipelines.entry((ty, nc, width)).or_insert_with(|| {
             let entry = entry_point(ty).expect("every supported type has a kernel");
+            let [xq, xb, red] = shape.workgroup_lengths(ty, nc, width);
             let constants = [
                 ("LANES", shape.lanes as f64),
                 ("R", shape.rows as f64),
                 ("WG", shape.workgroup as f64),
                 ("NC", nc as f64),
+                ("XQ_LEN", xq as f64),
+                ("XB_LEN", xb as f64),
+                ("RED_LEN", red as f64),
             ];
             // matvec.wgsl writes each workgroup variable before any read of it (stage's
             // blocks < NC · cols / 32, every lane's slots of `red`), so the zeroing is skipped.
@@ -362,8 +382,8 @@ impl MatvecKernels {
     /// head, which computes only the pass's columns from `Step::head_from`.
     pub fn bind(&mut self, ctx: &GpuContext, m: &GpuMatrix, io: MatvecIo) -> MatvecCall {
         let cols = self.shape.cols_for(m.cols);
-        self.ensure(ctx, m.ty, 1);
-        self.ensure(ctx, m.ty, cols);
+        self.ensure(ctx, m.ty, 1, m.cols);
+        self.ensure(ctx, m.ty, cols, m.cols);
         let [unused_g, unused_k, unused_v] = &self.unused;
         let (mode, q_rows, kv_rows, head_dim, cache_at) = match &io.epilogue {
             Epilogue::Store => (0, 0, 0, 0, 0),
@@ -428,6 +448,7 @@ impl MatvecKernels {
         MatvecCall {
             ty: m.ty,
             rows: m.rows,
+            width: m.cols,
             cols,
             bind,
         }
@@ -437,7 +458,7 @@ impl MatvecKernels {
     /// `head_from` for the head): one column runs the one-token kernel, more the column tiles.
     pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall, n: usize) {
         let nc = if n > 1 { call.cols } else { 1 };
-        pass.set_pipeline(&self.pipelines[&(call.ty, nc)]);
+        pass.set_pipeline(&self.pipelines[&(call.ty, nc, call.width)]);
         pass.set_bind_group(0, &call.bind, &[]);
         let (x, y) = dispatch_size(call.rows, self.shape, self.max_per_dim);
         pass.dispatch_workgroups(x, y, (n as u32).div_ceil(nc));
@@ -467,6 +488,24 @@ mod tests {
         assert!(SHADER.contains(&line));
         assert!(crate::engine::OPS_SHADER.contains(&line));
         assert_eq!(std::mem::size_of::<Step>(), 16 + 16 * MAX_COLUMNS);
+    }
+
+    /// Each pipeline's workgroup arrays hold what it stages and no more: one token of a
+    /// 576-wide Q4_1 matrix stages 18 blocks; the defaults (matvec.wgsl) are the largest case.
+    #[test]
+    fn workgroup_arrays_fit_what_is_staged() {
+        assert_eq!(Shape::CPU.workgroup_lengths(GgmlType::Q4_1, 1, 576), [36, 18, 16]);
+        assert_eq!(Shape::CPU.workgroup_lengths(GgmlType::Q8_0, 4, 1536), [384, 192, 16]);
+        assert_eq!(Shape::CPU.workgroup_lengths(GgmlType::F32, 4, 576), [1, 1, 16]);
+        assert_eq!(Shape::GPU.workgroup_lengths(GgmlType::Q4_0, 4, 576), [144, 72, 512]);
+        let widest = MAX_COLS as u32;
+        for line in [
+            format!("override XQ_LEN: u32 = {}u;", widest / 16),
+            format!("override XB_LEN: u32 = {}u;", widest / 32),
+            format!("override RED_LEN: u32 = {RED_FLOATS}u;"),
+        ] {
+            assert!(SHADER.contains(&line), "{line}");
+        }
     }
 
     #[test]

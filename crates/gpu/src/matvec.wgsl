@@ -86,11 +86,18 @@ const MAX_RC: u32 = 64u;  // MAX_R × MAX_NC
 // The most input values staged in workgroup memory, all of a workgroup's columns together
 // (checked at load: 12 KB of the 16 KB WebGPU guarantees).
 const MAX_COLS: u32 = 8192u;
+// The workgroup arrays' lengths, set per pipeline (matvec.rs) to what its matrix stages: a
+// browser zeroes every workgroup variable at the start of every workgroup (WebGPU requires it),
+// and arrays sized for the widest case made that zeroing cost more than a small matvec's work on
+// SwiftShader. The defaults are the largest sizes.
+override XQ_LEN: u32 = 512u;   // NC · cols / 16: int8 × 16 per vec4, 2 per block
+override XB_LEN: u32 = 256u;   // NC · cols / 32: one per block
+override RED_LEN: u32 = 512u;  // WG, or WG · R · NC when LANES > 1
 
-var<workgroup> xq: array<vec4<u32>, 512>;  // MAX_COLS / 16: int8 × 16 per vec4, 2 per block
-var<workgroup> xd: array<f32, 256>;        // per block: scale d
-var<workgroup> xs: array<f32, 256>;        // per block: d · Σ q
-var<workgroup> red: array<f32, 512>;       // WG · R · NC (≤ 512, matvec.rs)
+var<workgroup> xq: array<vec4<u32>, XQ_LEN>;
+var<workgroup> xd: array<f32, XB_LEN>;   // per block: scale d
+var<workgroup> xs: array<f32, XB_LEN>;   // per block: d · Σ q
+var<workgroup> red: array<f32, RED_LEN>;
 
 // Rust's f32::round: half away from zero (WGSL's round() is half to even).
 fn round_away4(v: vec4<f32>) -> vec4<f32> {

@@ -35,8 +35,12 @@ struct Step {
 @group(0) @binding(8) var<storage, read_write> scratch: array<f32>;
 @group(0) @binding(9) var<storage, read_write> out: array<u32>;
 
-const WG: u32 = 256u;
-var<workgroup> part: array<f32, 256>;
+// Invocations per workgroup, a power of two (engine.rs sets it per adapter): 256 on GPUs; 64 on
+// CPU adapters, where an invocation is a SIMD lane and each barrier of a reduction switches
+// between all of a workgroup's lane batches (SwiftShader spent 88 ms of a 400 ms token in
+// attention with 256).
+override WG: u32 = 256u;
+var<workgroup> part: array<f32, WG>;
 
 fn reduce_sum(i: u32, v: f32) -> f32 {
     part[i] = v;
@@ -69,7 +73,7 @@ fn reduce_max(i: u32, v: f32) -> f32 {
 // Single-query grouped-query attention, one workgroup per head (x) and column (y): the column's
 // query against its sequence's cache up to its own position (so a prefill chunk is causal),
 // scores into scratch, softmax, then the weighted sum of the cached values into c.
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
     let h = wid.x;
     let col = step.cols[wid.y];
@@ -117,10 +121,10 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 // winner (overwritten with LOWEST, which never compares greater: the search starts there).
 // WGSL constants cannot be NaN or infinite (Tint rejects them), hence a finite floor.
 const LOWEST: f32 = -3.4028234e38;
-var<workgroup> best_v: array<f32, 256>;
-var<workgroup> best_i: array<u32, 256>;
+var<workgroup> best_v: array<f32, WG>;
+var<workgroup> best_i: array<u32, WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
     let at = wid.x * shape.d;
     let out_at = wid.x * 2u * step.k;

@@ -43,24 +43,32 @@ pub fn screenshot_path(name: &str) -> PathBuf {
 /// on the same driver as the page's WebGPU.
 pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
-/// Runs the `tokscope` CLI (through cargo, in the test profile: optimized like a release, and
-/// the same compiled crates `cargo test` just built, where a release build would take CI
-/// another ten minutes) and returns its stdout; `icd` picks the Vulkan driver for
-/// `--backend gpu`, `probe` and `bench`.
+/// Runs the `tokscope` CLI and returns its stdout; `icd` picks the Vulkan driver for
+/// `--backend gpu`, `probe` and `bench`. The binary is the one `cargo test --workspace` built
+/// for the CLI's own tests (optimized: the test profile), used when it is newer than every
+/// source it is built from; otherwise (`cargo test -p tokscope-e2e` alone, edited sources)
+/// cargo builds it. `cargo run -p tokscope-cli` from here would not reuse the workspace build:
+/// one package's feature set differs from the workspace's, so on CI's 2 cores it recompiled
+/// wgpu and tokenizers for ten minutes.
 pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
-    let mut cmd = std::process::Command::new(env!("CARGO"));
-    cmd.current_dir(root())
-        .args([
-            "run",
-            "--profile",
-            "test",
-            "--quiet",
-            "--locked",
-            "-p",
-            "tokscope-cli",
-            "--",
-        ])
-        .args(args);
+    let mut cmd = match built_cli() {
+        Some(bin) => std::process::Command::new(bin),
+        None => {
+            let mut cargo = std::process::Command::new(env!("CARGO"));
+            cargo.args([
+                "run",
+                "--profile",
+                "test",
+                "--quiet",
+                "--locked",
+                "-p",
+                "tokscope-cli",
+                "--",
+            ]);
+            cargo
+        }
+    };
+    cmd.current_dir(root()).args(args);
     if let Some(icd) = icd {
         cmd.env("VK_ICD_FILENAMES", icd);
     }
@@ -71,4 +79,26 @@ pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// `tokscope` in this test binary's target folder (target/debug/deps/.. ), when it is newer than
+/// the CLI's sources, its engine crates' sources and Cargo.lock.
+fn built_cli() -> Option<PathBuf> {
+    let dir = std::env::current_exe().ok()?.parent()?.parent()?.to_path_buf();
+    let bin = dir.join(format!("tokscope{}", std::env::consts::EXE_SUFFIX));
+    let built = std::fs::metadata(&bin).ok()?.modified().ok()?;
+    let sources = ["crates/cli", "crates/core", "crates/gpu", "Cargo.lock"];
+    let newest = sources.iter().filter_map(|s| newest_change(&root().join(s))).max()?;
+    (built >= newest).then_some(bin)
+}
+
+/// The latest modification time of `path` or anything under it.
+fn newest_change(path: &Path) -> Option<std::time::SystemTime> {
+    let own = std::fs::metadata(path).ok()?.modified().ok();
+    let inner = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| newest_change(&e.path()));
+    own.into_iter().chain(inner).max()
 }
