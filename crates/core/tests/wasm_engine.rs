@@ -77,3 +77,47 @@ fn tokenizer_round_trips_in_both() {
     assert_eq!(ids[0], 1);
     assert_eq!(tok.decode(&ids).unwrap(), text);
 }
+
+/// The quantized dots give the same bits natively (AVX2 or portable) and in WebAssembly (four
+/// rows at a time, the scales converted in SIMD): 7 rows (a group of four and three alone) of
+/// each type, with block scales that include f16 subnormals, zero, negatives and the largest.
+#[test]
+fn quantized_dots_are_bit_identical_in_both() {
+    use tokscope_core::quant::{Acts, GgmlType, dot_rows, quantize_row};
+    let (rows, cols) = (7, 96);
+    let scales: [u16; 7] = [0x0001, 0x03ff, 0x0000, 0x8400, 0x3c00, 0x7bff, 0xb555];
+    let mut acts = Acts::new(1, cols);
+    for (i, x) in acts.x_mut().iter_mut().enumerate() {
+        *x = ((i * 37 % 101) as f32 / 25.0) - 2.0;
+    }
+    acts.quantize();
+    let mut bits = vec![];
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+        let block = ty.bytes_for(32).unwrap() as usize;
+        let mut w = vec![];
+        for r in 0..rows {
+            let vals: Vec<f32> = (0..cols)
+                .map(|i| (((r * cols + i) * 7919 % 1009) as f32 / 504.5) - 1.0)
+                .collect();
+            let mut row = quantize_row(ty, &vals).unwrap();
+            for (b, blk) in row.chunks_exact_mut(block).enumerate() {
+                blk[..2].copy_from_slice(&scales[(r + b) % 7].to_le_bytes());
+                if ty == GgmlType::Q4_1 {
+                    blk[2..4].copy_from_slice(&scales[(r + 2 * b + 3) % 7].to_le_bytes());
+                }
+            }
+            w.extend(row);
+        }
+        let mut out = vec![0f32; rows];
+        dot_rows(ty, &w, w.len() / rows, acts.row(0), &mut out).unwrap();
+        bits.extend(out.iter().map(|v| v.to_bits()));
+    }
+    assert_eq!(bits, DOT_BITS);
+}
+
+/// `quantized_dots_are_bit_identical_in_both`'s results, computed natively.
+const DOT_BITS: [u32; 21] = [
+    3159920988, 3167811356, 3278008348, 3413955492, 3419960332, 3416202821, 1125262569, 979331600, 3098245136,
+    1096338498, 1230129254, 3385589059, 3381974892, 3238371522, 3315463456, 3205175852, 3339787116, 3375688149,
+    3386486825, 3384778143, 1092749189,
+];

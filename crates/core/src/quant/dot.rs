@@ -28,7 +28,11 @@ pub fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRow, out: &mut [
 }
 
 pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRow, out: &mut [f32]) {
-    for (r, o) in out.iter_mut().enumerate() {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let done = rows4_simd128(ty, w, row_bytes, &a, out);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    let done = 0;
+    for (r, o) in out.iter_mut().enumerate().skip(done) {
         let row = &w[r * row_bytes..(r + 1) * row_bytes];
         *o = match ty {
             GgmlType::F32 => dot_f32(row, a.x),
@@ -99,6 +103,25 @@ fn q4_block_sum(qs: &[u8], y: &[i8]) -> i32 {
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 use super::simd128::{q4_block_sum, q8_block_sum};
+
+/// The quantized types' rows four at a time (the browser's CPU engine decoded SmolLM2 ≈ 30 %
+/// faster in Node than one row at a time); returns how many leading rows of `out` it filled.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut [f32]) -> usize {
+    use super::simd128::{Quad, dot_rows4};
+    let (kind, block_bytes) = match ty {
+        GgmlType::Q8_0 => (Quad::Q8_0, 34),
+        GgmlType::Q4_0 => (Quad::Q4_0, 18),
+        GgmlType::Q4_1 => (Quad::Q4_1, 20),
+        _ => return 0,
+    };
+    let fours = out.len() / 4 * 4;
+    for (g, o) in out[..fours].chunks_exact_mut(4).enumerate() {
+        let row = |k: usize| &w[(4 * g + k) * row_bytes..(4 * g + k + 1) * row_bytes];
+        o.copy_from_slice(&dot_rows4([row(0), row(1), row(2), row(3)], a, block_bytes, kind));
+    }
+    fours
+}
 
 /// Q4_0 (`x = d(q − 8)`) and Q4_1 (`x = dq + m`) share the nibble product `Σ q·y`; they differ
 /// only in the block-sum term: `−8 d s` for Q4_0, `m s` for Q4_1, where `s = d_y Σ y`.

@@ -57,3 +57,117 @@ pub(crate) fn q8_block_sum(q: &[u8], y: &[i8]) -> i32 {
         dot16(i16x8_extend_low_i8x16(q1), i16x8_extend_high_i8x16(q1), y1),
     ))
 }
+
+/// f16 → f32 in each lane (its low 16 bits), bit for bit what `half` gives for every finite
+/// value and infinity: the magnitude moved into f32's fields and rebiased by a multiply by 2^112
+/// (exact, and right for subnormals too: wasm never flushes them), infinities and NaNs given
+/// f32's all-ones exponent (F. Giesen, "half_to_float", 2012).
+#[inline]
+fn f16x4_to_f32(h: v128) -> v128 {
+    let mag = v128_and(h, u32x4_splat(0x7fff));
+    let f = f32x4_mul(i32x4_shl(mag, 13), f32x4_splat(f32::from_bits(0x7780_0000)));
+    let inf_nan = v128_and(i32x4_ge(mag, i32x4_splat(0x7c00)), u32x4_splat(0x7f80_0000));
+    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
+    v128_or(v128_or(f, inf_nan), sign)
+}
+
+/// The little-endian u16 at `at` of each of four rows, one per lane.
+#[inline]
+fn u16x4(rows: &[&[u8]; 4], at: usize) -> v128 {
+    let h = |r: &[u8]| u16::from_le_bytes([r[at], r[at + 1]]) as u32;
+    u32x4(h(rows[0]), h(rows[1]), h(rows[2]), h(rows[3]))
+}
+
+/// The four lanes' horizontal sums of `s[0..4]`, as one vector (lane r: Σ s[r]).
+#[inline]
+fn hsum4(s: [v128; 4]) -> v128 {
+    let u = i32x4_add(
+        i32x4_shuffle::<0, 4, 1, 5>(s[0], s[1]),
+        i32x4_shuffle::<2, 6, 3, 7>(s[0], s[1]),
+    );
+    let v = i32x4_add(
+        i32x4_shuffle::<0, 4, 1, 5>(s[2], s[3]),
+        i32x4_shuffle::<2, 6, 3, 7>(s[2], s[3]),
+    );
+    i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(u, v), i32x4_shuffle::<2, 3, 6, 7>(u, v))
+}
+
+/// Four rows of Q8_0, Q4_0 or Q4_1 (`ty`'s block of `block_bytes`) dotted with `a` at once:
+/// the activations' loads and widening serve four rows, the four block sums reduce together,
+/// and the scales convert four at a time. Each lane does the scalar kernel's float operations
+/// in its order (`sum += d·d_y·Σ + offset·s`; wasm has no fused multiply-add), so the result
+/// is the scalar kernel's, bit for bit.
+pub(crate) fn dot_rows4(rows: [&[u8]; 4], a: &super::ActRow, block_bytes: usize, kind: Quad) -> [f32; 4] {
+    let blocks = a.d.len();
+    for r in &rows {
+        assert!(r.len() >= blocks * block_bytes);
+    }
+    assert!(a.qs.len() >= blocks * 32 && a.s.len() >= blocks);
+    let mut acc = f32x4_splat(0.0);
+    for b in 0..blocks {
+        let at = b * block_bytes;
+        // SAFETY: every row holds `blocks` blocks and `a.qs` 32 bytes per block (asserted above).
+        let (y0, y1) = unsafe {
+            let y = a.qs.as_ptr().add(b * 32);
+            (v128_load(y as *const v128), v128_load(y.add(16) as *const v128))
+        };
+        let ys = [
+            i16x8_extend_low_i8x16(y0),
+            i16x8_extend_high_i8x16(y0),
+            i16x8_extend_low_i8x16(y1),
+            i16x8_extend_high_i8x16(y1),
+        ];
+        let sums = rows.map(|row| {
+            // SAFETY: as above; the block's quants end within it.
+            let load = |off: usize| unsafe { v128_load(row.as_ptr().add(at + off) as *const v128) };
+            let (w0, w1) = match kind {
+                Quad::Q8_0 => (load(2), load(18)),
+                Quad::Q4_0 | Quad::Q4_1 => {
+                    let q = load(if kind == Quad::Q4_1 { 4 } else { 2 });
+                    (v128_and(q, u8x16_splat(0x0F)), u8x16_shr(q, 4))
+                }
+            };
+            let (w0l, w0h, w1l, w1h) = match kind {
+                Quad::Q8_0 => (
+                    i16x8_extend_low_i8x16(w0),
+                    i16x8_extend_high_i8x16(w0),
+                    i16x8_extend_low_i8x16(w1),
+                    i16x8_extend_high_i8x16(w1),
+                ),
+                _ => (
+                    u16x8_extend_low_u8x16(w0),
+                    u16x8_extend_high_u8x16(w0),
+                    u16x8_extend_low_u8x16(w1),
+                    u16x8_extend_high_u8x16(w1),
+                ),
+            };
+            i32x4_add(
+                i32x4_add(i32x4_dot_i16x8(w0l, ys[0]), i32x4_dot_i16x8(w0h, ys[1])),
+                i32x4_add(i32x4_dot_i16x8(w1l, ys[2]), i32x4_dot_i16x8(w1h, ys[3])),
+            )
+        });
+        let sumi = f32x4_convert_i32x4(hsum4(sums));
+        let d = f16x4_to_f32(u16x4(&rows, at));
+        let term = f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[b])), sumi);
+        let term = match kind {
+            Quad::Q8_0 => term,
+            Quad::Q4_0 => f32x4_add(term, f32x4_mul(f32x4_mul(f32x4_splat(-8.0), d), f32x4_splat(a.s[b]))),
+            Quad::Q4_1 => f32x4_add(term, f32x4_mul(f16x4_to_f32(u16x4(&rows, at + 2)), f32x4_splat(a.s[b]))),
+        };
+        acc = f32x4_add(acc, term);
+    }
+    [
+        f32x4_extract_lane::<0>(acc),
+        f32x4_extract_lane::<1>(acc),
+        f32x4_extract_lane::<2>(acc),
+        f32x4_extract_lane::<3>(acc),
+    ]
+}
+
+/// The block types [`dot_rows4`] handles.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quad {
+    Q8_0,
+    Q4_0,
+    Q4_1,
+}
