@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tokscope vs wllama 3.8.1 in the same headless Chromium, one run, the same GGUF (issue #3/#4's
-# side-by-side figures). Installs the npm package under target/, builds the page if needed.
+# side-by-side figures), and the native GPU engine on the browser's own driver. Installs the npm
+# package under target/, builds the page if needed and the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,5 +11,6 @@ if [ ! -f target/wllama/node_modules/@wllama/wllama/esm/index.js ]; then
   npm install --prefix target/wllama --no-audit --no-fund @wllama/wllama@3.8.1
 fi
 [ -f dist/index.html ] || cargo xtask build-web
+cargo build --release --locked -p tokscope-cli
 cargo run --release --locked -p tokscope-e2e --example vs_wllama -- \
   "$PWD/target/wllama/node_modules/@wllama/wllama"

@@ -1,6 +1,8 @@
 //! tokscope and wllama 3.8.1 (llama.cpp in WebAssembly) side by side in one headless Chromium,
 //! one run, the same GGUF: decode tok/s on each one's WebGPU path and on each one's wasm CPU
-//! path. Run it with `scripts/vs_wllama.sh` (which installs the npm package and builds the page).
+//! path, and tokscope's native GPU engine on the browser's own driver (Chromium's SwiftShader
+//! Vulkan, where there is no GPU) for the browser ÷ native ratio. Run it with
+//! `scripts/vs_wllama.sh` (which installs the npm package and builds the page and the CLI).
 //!
 //! Both CPU paths run one thread: the static server sends no cross-origin isolation headers,
 //! so neither gets SharedArrayBuffer threads (tokscope's wasm engine is single-threaded anyway).
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server;
-use tokscope_e2e::site::{MODEL, dist, root};
+use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, dist, root};
 
 const TOKENS: usize = 64;
 const PROMPT: &str = "The history of the printing press";
@@ -80,6 +82,22 @@ async fn tokscope(b: &Browser, server: &server::Server, cpu: bool) -> (f64, Stri
     (tok_s, b.text("backend").await)
 }
 
+/// The native GPU engine's decode tok/s (`tokscope bench --backend gpu`, release build) on
+/// Chromium's SwiftShader driver: what the browser's WebGPU runs on here.
+fn native_on_swiftshader() -> f64 {
+    let out = std::process::Command::new(root().join("target/release/tokscope"))
+        .current_dir(root())
+        .env("VK_ICD_FILENAMES", SWIFTSHADER_ICD)
+        .args(["bench", "--backend", "gpu", "--json", "--runs", "3"])
+        .args(["--tokens", &TOKENS.to_string(), "--model"])
+        .arg(root().join("dist").join(MODEL))
+        .output()
+        .expect("target/release/tokscope runs (scripts/vs_wllama.sh builds it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench --json");
+    v["decode_tok_s"].as_f64().unwrap_or(f64::NAN)
+}
+
 #[tokio::main]
 async fn main() {
     let package = std::env::args()
@@ -97,6 +115,7 @@ async fn main() {
     let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, false).await;
     let (t_cpu, _) = tokscope(&b, &ours, true).await;
     b.close().await;
+    let native = native_on_swiftshader();
     let rate = |v: &serde_json::Value| v["decode_tok_s"].as_f64().unwrap_or(f64::NAN);
     println!("same browser, same GGUF ({MODEL}), {TOKENS} greedy tokens, second of two runs:");
     println!("path              tokscope tok/s   wllama tok/s   tokscope ÷ wllama");
@@ -111,6 +130,10 @@ async fn main() {
         t_cpu,
         rate(&w_cpu),
         t_cpu / rate(&w_cpu)
+    );
+    println!(
+        "tokscope WebGPU in the browser ÷ native on the same driver (SwiftShader): {t_gpu:.1} ÷ {native:.1} = {:.2}",
+        t_gpu / native
     );
     println!("wllama details: gpu {w_gpu}\n                cpu {w_cpu}");
 }
