@@ -157,7 +157,7 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
     };
     for shape in [Shape::CPU, Shape::GPU, mixed] {
         let mut kernels = MatvecKernels::with_shape(&ctx, shape);
-        for ((rows, cols), n) in [(37, 192), (5, 288), (130, 32), (38, 96)].into_iter().zip([1, 3, 6, 1]) {
+        for ((rows, cols), n) in [(37, 192), (5, 288), (130, 32), (38, 96)].into_iter().zip([1, 3, 6, 2]) {
             let x = values(n * cols, 1);
             let g = values(cols, 3);
             for ty in GgmlType::SUPPORTED {
