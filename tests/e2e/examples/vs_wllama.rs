@@ -1,7 +1,7 @@
 //! tokscope and wllama 3.8.1 (llama.cpp in WebAssembly) side by side in one headless Chromium,
 //! one run, the same GGUF: decode tok/s on each one's WebGPU path and on each one's wasm CPU
 //! path, and tokscope's native GPU engine on the browser's own driver (Chromium's SwiftShader
-//! Vulkan, where there is no GPU) for the browser ÷ native ratio. Run it with
+//! Vulkan where there is no GPU, else the machine's Vulkan GPU) for the browser ÷ native ratio. Run it with
 //! `scripts/vs_wllama.sh` (which installs the npm package and builds the page and the CLI).
 //!
 //! Both CPU paths run one thread: the static server sends no cross-origin isolation headers,
@@ -82,12 +82,16 @@ async fn tokscope(b: &Browser, server: &server::Server, cpu: bool) -> (f64, Stri
     (tok_s, b.text("backend").await)
 }
 
-/// The native GPU engine's decode tok/s (`tokscope bench --backend gpu`, release build) on
-/// Chromium's SwiftShader driver: what the browser's WebGPU runs on here.
-fn native_on_swiftshader() -> f64 {
-    let out = std::process::Command::new(root().join("target/release/tokscope"))
+/// The native GPU engine's decode tok/s (`tokscope bench --backend gpu`, release build) on the
+/// driver the browser's WebGPU used: Chromium's own SwiftShader when `swiftshader`, else the
+/// machine's default Vulkan adapter (a real GPU).
+fn native_on_same_driver(swiftshader: bool) -> f64 {
+    let mut cmd = std::process::Command::new(root().join("target/release/tokscope"));
+    if swiftshader {
+        cmd.env("VK_ICD_FILENAMES", SWIFTSHADER_ICD);
+    }
+    let out = cmd
         .current_dir(root())
-        .env("VK_ICD_FILENAMES", SWIFTSHADER_ICD)
         .args(["bench", "--backend", "gpu", "--json", "--runs", "3"])
         .args(["--tokens", &TOKENS.to_string(), "--model"])
         .arg(root().join("dist").join(MODEL))
@@ -115,7 +119,8 @@ async fn main() {
     let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, false).await;
     let (t_cpu, _) = tokscope(&b, &ours, true).await;
     b.close().await;
-    let native = native_on_swiftshader();
+    let swiftshader = t_gpu_backend.to_lowercase().contains("swiftshader");
+    let native = native_on_same_driver(swiftshader);
     let rate = |v: &serde_json::Value| v["decode_tok_s"].as_f64().unwrap_or(f64::NAN);
     println!("same browser, same GGUF ({MODEL}), {TOKENS} greedy tokens, second of two runs:");
     println!("path              tokscope tok/s   wllama tok/s   tokscope ÷ wllama");
@@ -132,7 +137,12 @@ async fn main() {
         t_cpu / rate(&w_cpu)
     );
     println!(
-        "tokscope WebGPU in the browser ÷ native on the same driver (SwiftShader): {t_gpu:.1} ÷ {native:.1} = {:.2}",
+        "tokscope WebGPU in the browser ÷ native on the same driver ({}): {t_gpu:.1} ÷ {native:.1} = {:.2}",
+        if swiftshader {
+            "SwiftShader"
+        } else {
+            "the default Vulkan adapter"
+        },
         t_gpu / native
     );
     println!("wllama details: gpu {w_gpu}\n                cpu {w_cpu}");
