@@ -72,7 +72,7 @@ pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
     if let Some(icd) = icd {
         cmd.env("VK_ICD_FILENAMES", icd);
     }
-    let out = cmd.output().expect("cargo runs the CLI");
+    let out = cmd.output().expect("the CLI (or cargo, to build it) runs");
     assert!(
         out.status.success(),
         "tokscope {args:?} failed: {}",
