@@ -121,3 +121,50 @@ const DOT_BITS: [u32; 21] = [
     1096338498, 1230129254, 3385589059, 3381974892, 3238371522, 3315463456, 3205175852, 3339787116, 3375688149,
     3386486825, 3384778143, 1092749189,
 ];
+
+/// Rows of 16-bit floats in wasm (eight lanes in SIMD, a tail of 4 past them) give the bits of
+/// the scalar order (eight lane sums with no fused multiply-add, their total, then the tail),
+/// here recomputed from the dequantized weights; weights include f16 subnormals, zeros,
+/// negatives and the largest values. (Natively the AVX2 kernel fuses its multiply-adds, so
+/// float weights are not bit-identical across targets; quantized ones are, above.)
+#[cfg(target_arch = "wasm32")]
+#[test]
+fn half_float_dots_keep_the_scalar_order() {
+    use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows};
+    let (rows, cols) = (3, 100);
+    let mut acts = Acts::new(1, cols);
+    for (i, x) in acts.x_mut().iter_mut().enumerate() {
+        *x = ((i * 37 % 101) as f32 / 25.0) - 2.0;
+    }
+    let x = acts.x().to_vec();
+    let specials: [u16; 6] = [0x0001, 0x03ff, 0x0000, 0x8000, 0x7bff, 0xfbff];
+    for ty in [GgmlType::F16, GgmlType::BF16] {
+        let w: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| {
+                let h = if i % 7 == 0 {
+                    specials[i / 7 % 6]
+                } else {
+                    (i * 40503 % 0x7bff) as u16 ^ (i as u16 & 1) << 15
+                };
+                // bf16: a moderate exponent (its top bits are f32's).
+                let h = if ty == GgmlType::BF16 { h & 0x80ff | 0x3f00 } else { h };
+                h.to_le_bytes()
+            })
+            .collect();
+        let mut out = vec![0f32; rows];
+        dot_rows(ty, &w, 2 * cols, acts.row(0), &mut out).unwrap();
+        for (r, got) in out.iter().enumerate() {
+            let mut wf = vec![0f32; cols];
+            dequantize_row(ty, &w[r * 2 * cols..(r + 1) * 2 * cols], &mut wf).unwrap();
+            let mut acc = [0f32; 8];
+            for i in 0..cols / 8 * 8 {
+                acc[i % 8] += wf[i] * x[i];
+            }
+            let mut want: f32 = acc.iter().sum();
+            for i in cols / 8 * 8..cols {
+                want += wf[i] * x[i];
+            }
+            assert_eq!(got.to_bits(), want.to_bits(), "{ty:?} row {r}: {got} vs {want}");
+        }
+    }
+}

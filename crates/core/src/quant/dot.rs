@@ -36,8 +36,8 @@ pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: Act
         let row = &w[r * row_bytes..(r + 1) * row_bytes];
         *o = match ty {
             GgmlType::F32 => dot_f32(row, a.x),
-            GgmlType::F16 => dot_half(row, a.x, |b| f16::from_bits(b).to_f32()),
-            GgmlType::BF16 => dot_half(row, a.x, |b| bf16::from_bits(b).to_f32()),
+            GgmlType::F16 => dot_half(row, a.x, false),
+            GgmlType::BF16 => dot_half(row, a.x, true),
             GgmlType::Q8_0 => dot_q8_0(row, a),
             GgmlType::Q4_0 => dot_q4(row, a, 18, false),
             GgmlType::Q4_1 => dot_q4(row, a, 20, true),
@@ -62,13 +62,28 @@ fn dot_f32(row: &[u8], x: &[f32]) -> f32 {
     sum
 }
 
-fn dot_half(row: &[u8], x: &[f32], to_f32: impl Fn(u16) -> f32) -> f32 {
-    let mut acc = [0f32; 8];
-    for (w8, x8) in row.chunks_exact(16).zip(x.chunks_exact(8)) {
-        for k in 0..8 {
-            acc[k] += to_f32(u16::from_le_bytes([w8[2 * k], w8[2 * k + 1]])) * x8[k];
+/// A row of 16-bit floats (bf16 when `bf`, else f16) dotted with `x`: eight lane sums, then
+/// their total, then the tail.
+fn dot_half(row: &[u8], x: &[f32], bf: bool) -> f32 {
+    let to_f32 = |b: u16| {
+        if bf {
+            bf16::from_bits(b).to_f32()
+        } else {
+            f16::from_bits(b).to_f32()
         }
-    }
+    };
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let acc = super::simd128::half_lanes(row, x, bf);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    let acc = {
+        let mut acc = [0f32; 8];
+        for (w8, x8) in row.chunks_exact(16).zip(x.chunks_exact(8)) {
+            for k in 0..8 {
+                acc[k] += to_f32(u16::from_le_bytes([w8[2 * k], w8[2 * k + 1]])) * x8[k];
+            }
+        }
+        acc
+    };
     let tail = x.len() / 8 * 8;
     let mut sum: f32 = acc.iter().sum();
     for i in tail..x.len() {

@@ -58,17 +58,25 @@ pub(crate) fn q8_block_sum(q: &[u8], y: &[i8]) -> i32 {
     ))
 }
 
-/// f16 → f32 in each lane (its low 16 bits), bit for bit what `half` gives for every finite
-/// value and infinity: the magnitude moved into f32's fields and rebiased by a multiply by 2^112
-/// (exact, and right for subnormals too: wasm never flushes them), infinities and NaNs given
-/// f32's all-ones exponent (F. Giesen, "half_to_float", 2012).
+/// f16 → f32 in each lane (its low 16 bits), bit for bit what `half` gives for every non-NaN
+/// value: exponent rebiased in integers, infinities and NaNs given f32's all-ones exponent,
+/// subnormals as 2^-14 · (1 + m/1024) − 2^-14, an exact subtraction of normal numbers (a
+/// multiply of denormal f32s instead, the shorter trick, is slow on x86: F16 rows decoded at
+/// 0.67 GB/s with it). F. Giesen, "half_to_float", 2012.
 #[inline]
 fn f16x4_to_f32(h: v128) -> v128 {
     let mag = v128_and(h, u32x4_splat(0x7fff));
-    let f = f32x4_mul(i32x4_shl(mag, 13), f32x4_splat(f32::from_bits(0x7780_0000)));
-    let inf_nan = v128_and(i32x4_ge(mag, i32x4_splat(0x7c00)), u32x4_splat(0x7f80_0000));
-    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
-    v128_or(v128_or(f, inf_nan), sign)
+    let exp = v128_and(mag, u32x4_splat(0x7c00));
+    let rebias = i32x4_splat(112 << 23);
+    let normal = i32x4_add(i32x4_shl(mag, 13), rebias);
+    let inf_nan = v128_and(i32x4_eq(exp, i32x4_splat(0x7c00)), rebias);
+    let o = i32x4_add(normal, inf_nan);
+    let subnormal = f32x4_sub(
+        i32x4_add(o, i32x4_splat(1 << 23)),
+        f32x4_splat(f32::from_bits(113 << 23)),
+    );
+    let o = v128_bitselect(subnormal, o, i32x4_eq(exp, i32x4_splat(0)));
+    v128_or(o, i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16))
 }
 
 /// The little-endian u16 at `at` of each of four rows, one per lane.
@@ -170,4 +178,35 @@ pub(crate) enum Quad {
     Q8_0,
     Q4_0,
     Q4_1,
+}
+
+/// The eight lane sums of the scalar `dot_half` over a row of 16-bit floats (bf16 when `bf`,
+/// else f16), as it computes them: `acc[k] += w·x` for k = i mod 8, no fused multiply-add, so
+/// the same bits for every non-NaN weight; the tail past a multiple of 8 is left to the caller.
+/// `half`'s f16 conversion is scalar code in wasm, which made F16 weights compute-bound.
+pub(crate) fn half_lanes(row: &[u8], x: &[f32], bf: bool) -> [f32; 8] {
+    let n = x.len() / 8;
+    assert!(row.len() >= n * 16);
+    let widen = |h: v128| if bf { i32x4_shl(h, 16) } else { f16x4_to_f32(h) };
+    let (mut lo, mut hi) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    for i in 0..n {
+        // SAFETY: `row` holds 16 bytes and `x` 8 floats for each i < n (asserted above).
+        let (w, x0, x1) = unsafe {
+            let xp = x.as_ptr().add(8 * i);
+            (
+                v128_load(row.as_ptr().add(16 * i) as *const v128),
+                v128_load(xp as *const v128),
+                v128_load(xp.add(4) as *const v128),
+            )
+        };
+        lo = f32x4_add(lo, f32x4_mul(widen(u32x4_extend_low_u16x8(w)), x0));
+        hi = f32x4_add(hi, f32x4_mul(widen(u32x4_extend_high_u16x8(w)), x1));
+    }
+    let mut out = [0f32; 8];
+    // SAFETY: `out` holds 8 floats, two vectors' worth.
+    unsafe {
+        v128_store(out.as_mut_ptr() as *mut v128, lo);
+        v128_store(out.as_mut_ptr().add(4) as *mut v128, hi);
+    }
+    out
 }
