@@ -307,8 +307,6 @@ fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
     })
 }
 
-/// Workgroups for `rows` (of one column tile), folded into two dimensions past the
-/// per-dimension limit.
 /// Columns per workgroup for a pass of `n`: the matrix's tile width `cols` (a power of two), or
 /// the power of two that covers `n` when that is smaller. A workgroup computes all its columns
 /// whether they exist or not (the extra ones repeat the last), so two sequences in 4-wide tiles
@@ -318,6 +316,8 @@ pub fn columns_per_workgroup(cols: u32, n: usize) -> u32 {
     cols.min((n.max(1) as u32).next_power_of_two())
 }
 
+/// Workgroups for `rows` (of one column tile), folded into two dimensions past the
+/// per-dimension limit.
 pub fn dispatch_size(rows: usize, shape: Shape, max_per_dim: u32) -> (u32, u32) {
     let groups = (rows as u32).div_ceil(shape.rows_per_workgroup());
     if groups <= max_per_dim {
