@@ -354,6 +354,19 @@ fn q8_dot(a: vec4<u32>, b: vec4<u32>, x0: vec4<u32>, x1: vec4<u32>) -> i32 {
          + dot4I8Packed(b.x, x1.x) + dot4I8Packed(b.y, x1.y) + dot4I8Packed(b.z, x1.z) + dot4I8Packed(b.w, x1.w);
 }
 
+// One block's contribution to a row, per type (x = d·q + m for Q4_1, d·(q − 8) for Q4_0, d·q for
+// Q8_0): shared by the one-column and the column-tile loops below.
+fn q4_1_term(dm: vec2<f32>, q: array<vec4<u32>, 2>, xc: Block) -> f32 {
+    return dm.x * xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) + dm.y * xc.s;
+}
+
+fn q4_0_term(d: f32, q: array<vec4<u32>, 2>, xc: Block) -> f32 {
+    return d * (xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) - 8.0 * xc.s);
+}
+
+fn q8_0_term(d: f32, a: vec4<u32>, b: vec4<u32>, xc: Block) -> f32 {
+    return d * xc.d * f32(q8_dot(a, b, xc.x0, xc.x1));
+}
 
 @compute @workgroup_size(WG)
 fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -372,7 +385,7 @@ fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                     let r = r4 + k;
                     let dm = unpack2x16float(dm4[k]);
                     let q = nibbles(w4[t0 + r]);
-                    acc[r] += dm.x * xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) + dm.y * xc.s;
+                    acc[r] += q4_1_term(dm, q, xc);
                 }
             }
         }
@@ -389,7 +402,7 @@ fn matvec_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let q = nibbles(w4[t0 + r]);
                 for (var c = 0u; c < NC; c++) {
                     let xc = staged(c, b, nb);
-                    acc[r * NC + c] += dm.x * xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) + dm.y * xc.s;
+                    acc[r * NC + c] += q4_1_term(dm, q, xc);
                 }
             }
         }
@@ -412,7 +425,7 @@ fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
                 for (var k = 0u; k < min(R, 8u); k++) {
                     let q = nibbles(w4[t0 + r8 + k]);
-                    acc[r8 + k] += half_at(ds, k) * (xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) - 8.0 * xc.s);
+                    acc[r8 + k] += q4_0_term(half_at(ds, k), q, xc);
                 }
             }
         }
@@ -429,7 +442,7 @@ fn matvec_q4_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let q = nibbles(w4[t0 + r]);
                 for (var c = 0u; c < NC; c++) {
                     let xc = staged(c, b, nb);
-                    acc[r * NC + c] += h * (xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) - 8.0 * xc.s);
+                    acc[r * NC + c] += q4_0_term(h, q, xc);
                 }
             }
         }
@@ -452,7 +465,7 @@ fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
                 for (var k = 0u; k < min(R, 8u); k++) {
                     let t = t0 + r8 + k;
-                    acc[r8 + k] += half_at(ds, k) * xc.d * f32(q8_dot(w4[t * 2u], w4[t * 2u + 1u], xc.x0, xc.x1));
+                    acc[r8 + k] += q8_0_term(half_at(ds, k), w4[t * 2u], w4[t * 2u + 1u], xc);
                 }
             }
         }
@@ -470,7 +483,7 @@ fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                 let wb = w4[t * 2u + 1u];
                 for (var c = 0u; c < NC; c++) {
                     let xc = staged(c, b, nb);
-                    acc[(r8 + k) * NC + c] += h * xc.d * f32(q8_dot(wa, wb, xc.x0, xc.x1));
+                    acc[(r8 + k) * NC + c] += q8_0_term(h, wa, wb, xc);
                 }
             }
         }
