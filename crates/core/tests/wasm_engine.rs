@@ -78,19 +78,26 @@ fn tokenizer_round_trips_in_both() {
     assert_eq!(tok.decode(&ids).unwrap(), text);
 }
 
+/// The dot tests' activations: `cols` values in [−2, 2), quantized to 8-bit blocks when `cols`
+/// is a multiple of 32.
+fn dot_inputs(cols: usize) -> tokscope_core::quant::Acts {
+    let mut acts = tokscope_core::quant::Acts::new(1, cols);
+    for (i, x) in acts.x_mut().iter_mut().enumerate() {
+        *x = ((i * 37 % 101) as f32 / 25.0) - 2.0;
+    }
+    acts.quantize();
+    acts
+}
+
 /// The quantized dots give the same bits natively (AVX2 or portable) and in WebAssembly (four
 /// rows at a time, the scales converted in SIMD): 7 rows (a group of four and three alone) of
 /// each type, with block scales that include f16 subnormals, zero, negatives and the largest.
 #[test]
 fn quantized_dots_are_bit_identical_in_both() {
-    use tokscope_core::quant::{Acts, GgmlType, dot_rows, quantize_row};
+    use tokscope_core::quant::{GgmlType, dot_rows, quantize_row};
     let (rows, cols) = (7, 96);
     let scales: [u16; 7] = [0x0001, 0x03ff, 0x0000, 0x8400, 0x3c00, 0x7bff, 0xb555];
-    let mut acts = Acts::new(1, cols);
-    for (i, x) in acts.x_mut().iter_mut().enumerate() {
-        *x = ((i * 37 % 101) as f32 / 25.0) - 2.0;
-    }
-    acts.quantize();
+    let acts = dot_inputs(cols);
     let mut bits = vec![];
     for ty in [GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
         let block = ty.bytes_for(32).unwrap() as usize;
@@ -130,12 +137,9 @@ const DOT_BITS: [u32; 21] = [
 #[cfg(target_arch = "wasm32")]
 #[test]
 fn half_float_dots_keep_the_scalar_order() {
-    use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows};
+    use tokscope_core::quant::{GgmlType, dequantize_row, dot_rows};
     let (rows, cols) = (3, 100);
-    let mut acts = Acts::new(1, cols);
-    for (i, x) in acts.x_mut().iter_mut().enumerate() {
-        *x = ((i * 37 % 101) as f32 / 25.0) - 2.0;
-    }
+    let acts = dot_inputs(cols);
     let x = acts.x().to_vec();
     let specials: [u16; 6] = [0x0001, 0x03ff, 0x0000, 0x8000, 0x7bff, 0xfbff];
     for ty in [GgmlType::F16, GgmlType::BF16] {

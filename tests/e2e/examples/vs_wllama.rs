@@ -1,8 +1,9 @@
 //! tokscope and wllama 3.8.1 (llama.cpp in WebAssembly) side by side in one headless Chromium,
 //! one run, the same GGUF: decode tok/s on each one's WebGPU path and on each one's wasm CPU
 //! path, and tokscope's native GPU engine on the browser's own driver (Chromium's SwiftShader
-//! Vulkan where there is no GPU, else the machine's Vulkan GPU) for the browser ÷ native ratio. Run it with
-//! `scripts/vs_wllama.sh` (which installs the npm package and builds the page and the CLI).
+//! Vulkan where there is no GPU, else the machine's Vulkan GPU) for the browser ÷ native ratio.
+//! Run it with `scripts/vs_wllama.sh` (which installs the npm package and builds the page and
+//! the CLI).
 //!
 //! Both CPU paths run one thread: the static server sends no cross-origin isolation headers,
 //! so neither gets SharedArrayBuffer threads (tokscope's wasm engine is single-threaded anyway).
