@@ -22,9 +22,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("fetch-model") => fetch_model(),
         Some("tiny-model") => tiny_model(&args[1..]),
+        Some("synth-model") => synth_model(&args[1..]),
         Some("build-web") => web::build_web(&args[1..]),
         _ => Err(
             "usage: cargo xtask fetch-model | cargo xtask tiny-model [--spm] OUT.gguf \
+                  | cargo xtask synth-model --shape NAME --type TYPE OUT.gguf \
                   | cargo xtask build-web [--public-url /path/] [--dist DIR]"
                 .to_string(),
         ),
@@ -51,6 +53,47 @@ fn tiny_model(args: &[String]) -> Result<(), String> {
         ..Default::default()
     };
     std::fs::write(out, spec.build()).map_err(|e| format!("cannot write {out}: {e}"))?;
+    println!("{out}");
+    Ok(())
+}
+
+/// Writes a random-weight model with a real model's shapes (`core::shaped`), for speed
+/// measurements where the real file cannot be downloaded.
+fn synth_model(args: &[String]) -> Result<(), String> {
+    use tokscope_core::quant::GgmlType;
+    use tokscope_core::shaped::{SHAPES, ShapeSpec};
+    let shapes = || SHAPES.map(|s| s.id).join(", ");
+    let value = |flag: &str| -> Result<Option<&String>, String> {
+        match args.iter().position(|a| a == flag) {
+            Some(i) => args.get(i + 1).map(Some).ok_or(format!("{flag} needs a value")),
+            None => Ok(None),
+        }
+    };
+    let shape_id = value("--shape")?.ok_or_else(|| format!("--shape is required (one of {})", shapes()))?;
+    let shape = ShapeSpec::by_id(shape_id).ok_or_else(|| format!("no shape {shape_id:?} (known: {})", shapes()))?;
+    let ty_name = value("--type")?.map_or("q4_0", |s| s.as_str());
+    let ty = GgmlType::from_name(ty_name).ok_or_else(|| format!("{ty_name:?} is not a ggml type"))?;
+    let seed = value("--seed")?.map_or(Ok(1), |s| s.parse::<u64>().map_err(|e| format!("--seed: {e}")))?;
+    // The output path: the argument that is neither a flag nor a flag's value.
+    let is_value = |i: usize| i > 0 && ["--shape", "--type", "--seed"].contains(&args[i - 1].as_str());
+    let mut rest = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !a.starts_with("--") && !is_value(*i));
+    let out = rest.next().map(|(_, a)| a).ok_or("synth-model needs an output path")?;
+    let size = shape.file_bytes(ty)?;
+    println!(
+        "writing {} with {} weights ({:.2} GB, random: speed only) to {out}",
+        shape.name,
+        ty,
+        size as f64 / 1e9
+    );
+    let file = std::fs::File::create(out).map_err(|e| format!("cannot create {out}: {e}"))?;
+    let mut w = std::io::BufWriter::with_capacity(8 << 20, file);
+    shape
+        .write(ty, seed, &mut w)
+        .and_then(|_| std::io::Write::flush(&mut w))
+        .map_err(|e| format!("cannot write {out}: {e}"))?;
     println!("{out}");
     Ok(())
 }

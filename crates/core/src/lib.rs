@@ -18,6 +18,7 @@ pub mod quant;
 pub mod requant;
 pub mod roofline;
 pub mod sampling;
+pub mod shaped;
 pub mod stats;
 pub mod synthetic;
 pub mod tokenizer;

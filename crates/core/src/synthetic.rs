@@ -92,16 +92,20 @@ pub fn spm_vocab() -> (Vec<String>, Vec<i32>, Vec<f32>) {
 }
 
 /// SplitMix64 (Steele et al. 2014): a tiny, seedable source of test weights.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next_f32(&mut self) -> f32 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    pub(crate) fn next_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     }
 }
 

@@ -52,6 +52,21 @@ impl GgufWriter {
     /// Serializes header, metadata, tensor infos, padding and data. `general.alignment`, when set
     /// in the metadata, must agree with `self.alignment` (the writer does not second-guess it).
     pub fn to_bytes(&self) -> Vec<u8> {
+        let sizes: Vec<usize> = self.tensors.iter().map(|t| t.data.len()).collect();
+        let (mut out, offsets) = self.header(&sizes);
+        let data_start = out.len();
+        for (t, off) in self.tensors.iter().zip(offsets) {
+            out.resize(data_start + off, 0);
+            out.extend_from_slice(&t.data);
+        }
+        out
+    }
+
+    /// Everything before the tensor data (header, metadata, tensor infos, padding) when tensor
+    /// `i` holds `sizes[i]` bytes, and each tensor's offset from the data's start. Lets a large
+    /// file be written a tensor at a time (`synthetic::shaped`) instead of whole in memory.
+    pub fn header(&self, sizes: &[usize]) -> (Vec<u8>, Vec<usize>) {
+        assert_eq!(sizes.len(), self.tensors.len(), "one size per tensor");
         let align = self.alignment as usize;
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
@@ -65,7 +80,7 @@ impl GgufWriter {
         }
         let mut offset = 0usize;
         let mut offsets = Vec::with_capacity(self.tensors.len());
-        for t in &self.tensors {
+        for (t, size) in self.tensors.iter().zip(sizes) {
             write_string(&mut out, &t.name);
             out.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
             for d in &t.dims {
@@ -74,15 +89,10 @@ impl GgufWriter {
             out.extend_from_slice(&t.ty.id().to_le_bytes());
             out.extend_from_slice(&(offset as u64).to_le_bytes());
             offsets.push(offset);
-            offset = (offset + t.data.len()).next_multiple_of(align);
+            offset = (offset + size).next_multiple_of(align);
         }
         out.resize(out.len().next_multiple_of(align), 0);
-        let data_start = out.len();
-        for (t, off) in self.tensors.iter().zip(offsets) {
-            out.resize(data_start + off, 0);
-            out.extend_from_slice(&t.data);
-        }
-        out
+        (out, offsets)
     }
 }
 

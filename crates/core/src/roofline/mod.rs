@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+pub mod floor;
+
 /// Bytes in a GB, as memory vendors count them.
 pub const GB: f64 = 1e9;
 /// FLOP/s in a TFLOP/s.
