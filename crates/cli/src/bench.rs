@@ -9,11 +9,13 @@ use serde::Serialize;
 use std::time::Instant;
 use tokscope_core::cpu::parallel::threads;
 use tokscope_core::model::Model;
+use tokscope_core::roofline::floor::{Floor, FloorInputs};
 use tokscope_core::roofline::mbu;
 use tokscope_core::sampling::{Sampler, SamplingParams};
 use tokscope_core::stats::median;
 use tokscope_core::tokenizer::Tokenizer;
-use tokscope_gpu::engine::{KernelClass, Want};
+use tokscope_gpu::engine::{Profile, Want};
+use tokscope_gpu::probe::ProbeResult;
 use tokscope_gpu::runner::Runner;
 
 /// Prompt text for benchmarks: ordinary prose, repeated to the requested length.
@@ -45,8 +47,25 @@ struct BenchReport {
     /// decode tok/s × bytes per token ÷ probe bandwidth (GPU only).
     mbu: Option<f64>,
     dispatches_per_token: Option<usize>,
-    /// Seconds per kernel class for one decoded token, measured apart from the timed runs.
-    time_split: Vec<(KernelClass, f64)>,
+    /// Everything the probe measured: bandwidth, an empty dispatch's cost, the round trip.
+    probe: Option<ProbeResult>,
+    /// Dispatches and seconds per kernel class for one decoded token (after the decode runs'
+    /// prompt), measured apart from the timed runs.
+    profile: Option<Profile>,
+    /// Measured step time less the kernels' run time, per dispatch: what launching and waiting
+    /// between dependent dispatches costs (GPU timestamps only).
+    outside_kernels_us_per_dispatch: Option<f64>,
+    /// The floor model: bytes ÷ probed bandwidth + dispatches × probed dispatch + round trip.
+    floor: Option<Floor>,
+    /// Measured step time ÷ the floor's.
+    floor_ratio: Option<f64>,
+}
+
+/// The GPU-only figures of a report.
+struct GpuFigures {
+    probe: ProbeResult,
+    dispatches: usize,
+    profile: Profile,
 }
 
 /// How a report names the CPU backend.
@@ -162,22 +181,32 @@ pub fn run(a: BenchArgs) -> CliResult {
         bytes_per_token,
     } = measure(&mut engine, &model, &prompt, a.tokens, a.runs)?;
     let decode_tok_s = median(&decode_runs);
-    let (backend, adapter, probe_gb_s, dispatches, time_split) = match &mut engine {
-        Runner::Cpu { .. } => ("cpu", cpu_label(), None, None, vec![]),
+    let (backend, adapter, gpu) = match &mut engine {
+        Runner::Cpu { .. } => ("cpu", cpu_label(), None),
         Runner::Gpu(g) => {
             let probe = tokscope_gpu::probe::run(&g.ctx, 5).map_err(|e| e.to_string())?;
+            // A token at the decode runs' position, so attention sees a cache of that length.
             g.reset();
-            let split = g.profile(decode_prompt[0], Want::Top(1)).map_err(|e| e.to_string())?;
+            g.prefill(decode_prompt, Want::Top(1)).map_err(|e| e.to_string())?;
+            let profile = g.profile(decode_prompt[0], Want::Top(1)).map_err(|e| e.to_string())?;
             g.read().map_err(|e| e.to_string())?;
-            (
-                "gpu",
-                gpu_label(&g.ctx),
-                Some(probe.read_gb_s),
-                Some(g.dispatches_per_token()),
-                split,
-            )
+            let figures = GpuFigures {
+                probe,
+                dispatches: g.dispatches_per_token(),
+                profile,
+            };
+            ("gpu", gpu_label(&g.ctx), Some(figures))
         }
     };
+    let probe_gb_s = gpu.as_ref().map(|f| f.probe.read_gb_s);
+    let floor_inputs = gpu.as_ref().map(|f| FloorInputs {
+        bytes_per_token,
+        bandwidth_gb_s: f.probe.read_gb_s,
+        dispatches: f.dispatches as u32,
+        dispatch_us: f.probe.dispatch_us,
+        round_trip_ms: f.probe.round_trip_ms,
+    });
+    let floor = floor_inputs.and_then(|i| i.floor().ok());
     let report = BenchReport {
         backend,
         adapter,
@@ -195,8 +224,17 @@ pub fn run(a: BenchArgs) -> CliResult {
         effective_gb_s: decode_tok_s * bytes_per_token / 1e9,
         probe_gb_s,
         mbu: probe_gb_s.and_then(|p| mbu(decode_tok_s, bytes_per_token, p * 1e9)),
-        dispatches_per_token: dispatches,
-        time_split,
+        dispatches_per_token: gpu.as_ref().map(|f| f.dispatches),
+        // Where the kernels timed alone take longer than the whole step (a CPU adapter: each
+        // dispatch's pass wakes its threads anew), nothing is left to call outside them.
+        outside_kernels_us_per_dispatch: gpu
+            .as_ref()
+            .filter(|f| f.profile.timestamps && f.profile.seconds() < 1.0 / decode_tok_s)
+            .map(|f| (1.0 / decode_tok_s - f.profile.seconds()) / f.dispatches as f64 * 1e6),
+        floor_ratio: floor.and_then(|f| f.measured_ratio(decode_tok_s)),
+        floor,
+        probe: gpu.as_ref().map(|f| f.probe.clone()),
+        profile: gpu.map(|f| f.profile),
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
@@ -221,17 +259,68 @@ pub fn run(a: BenchArgs) -> CliResult {
         println!("probe:            {p:.2} GB/s read bandwidth on the same device");
         println!("MBU:              {:.2} (effective ÷ probe)", m);
     }
-    if let Some(d) = report.dispatches_per_token {
-        println!("dispatches/token: {d}");
-    }
-    let total: f64 = report.time_split.iter().map(|(_, s)| s).sum();
-    for (class, s) in &report.time_split {
-        println!(
-            "  {:<15} {:>7.2} ms ({:>4.1} %)",
-            format!("{class:?}").to_lowercase(),
-            s * 1e3,
-            100.0 * s / total
+    if let (Some(d), Some(p), Some(profile)) = (report.dispatches_per_token, &report.probe, &report.profile) {
+        print_profile(
+            d,
+            p,
+            profile,
+            report.decode_tok_s,
+            report.outside_kernels_us_per_dispatch,
         );
     }
+    if let (Some(i), Some(f)) = (floor_inputs, report.floor) {
+        println!(
+            "floor model:      {:.3} ms a token = {:.3} ms of bytes + {:.3} ms of dispatches + {:.3} ms round trip ({:.0} tok/s)",
+            f.step_s * 1e3,
+            f.bytes_s * 1e3,
+            f.dispatch_s * 1e3,
+            f.sync_s * 1e3,
+            f.tok_s
+        );
+        println!("                  {}", i.sentence(&f));
+        if let Some(m) = f.measured_sentence(report.decode_tok_s) {
+            println!("                  {m}");
+        }
+    }
     Ok(())
+}
+
+/// Where one token's time goes: per kernel class, dispatches, run time and µs per dispatch;
+/// then the step's time outside the kernels per dispatch, beside the probe's empty dispatch.
+fn print_profile(dispatches: usize, probe: &ProbeResult, profile: &Profile, tok_s: f64, outside_us: Option<f64>) {
+    let step = 1.0 / tok_s;
+    println!(
+        "dispatches/token: {dispatches} ({:.1} µs a dispatch on average; an empty dispatch costs {:.1} µs here, probe)",
+        step / dispatches as f64 * 1e6,
+        probe.dispatch_us
+    );
+    let what = if profile.timestamps {
+        "kernel run time, GPU timestamps"
+    } else {
+        "submit to done per dispatch, CPU clock: no timestamp-query"
+    };
+    println!("one token ({what}):");
+    let total = profile.seconds();
+    for c in &profile.classes {
+        println!(
+            "  {:<10} {:>4} dispatches {:>8.3} ms ({:>4.1} %) {:>8.1} µs each",
+            format!("{:?}", c.class).to_lowercase(),
+            c.dispatches,
+            c.seconds * 1e3,
+            100.0 * c.seconds / total,
+            c.seconds / c.dispatches as f64 * 1e6
+        );
+    }
+    match outside_us {
+        Some(us) => println!(
+            "  outside the kernels: {:.3} ms of the {:.3} ms step = {us:.1} µs a dispatch (launch, barriers, submit, read-back)",
+            (step - total) * 1e3,
+            step * 1e3
+        ),
+        None if profile.timestamps => println!(
+            "  (the kernels timed one pass each take longer than the {:.3} ms step: on this adapter the split is relative only)",
+            step * 1e3
+        ),
+        None => {}
+    }
 }

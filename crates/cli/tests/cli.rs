@@ -310,13 +310,21 @@ fn gpu_bench_json_has_the_issue_fields() {
     assert_eq!(v["batch"], 1);
     assert_eq!(v["dispatches_per_token"], 2 * 5 + 2);
     assert!(!v["adapter"].as_str().unwrap().is_empty());
-    let classes: Vec<&str> = v["time_split"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c[0].as_str().unwrap())
-        .collect();
-    assert_eq!(classes, ["matvec", "attention", "head"]);
+    let classes = v["profile"]["classes"].as_array().unwrap();
+    let names: Vec<&str> = classes.iter().map(|c| c["class"].as_str().unwrap()).collect();
+    assert_eq!(names, ["matvec", "attention", "head", "top_k"]);
+    let counts: Vec<u64> = classes.iter().map(|c| c["dispatches"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [2 * 4, 2, 1, 1]);
+    // The floor model from the probe's figures, and the measured step against it.
+    let floor = &v["floor"];
+    let step = floor["step_s"].as_f64().unwrap();
+    let parts = ["bytes_s", "dispatch_s", "sync_s"].map(|k| floor[k].as_f64().unwrap());
+    assert!(
+        (step - parts.iter().sum::<f64>()).abs() < 1e-12 * step.max(1.0),
+        "{floor}"
+    );
+    assert!(v["floor_ratio"].as_f64().unwrap() > 0.0);
+    assert!(v["probe"]["dispatch_us"].as_f64().unwrap() >= 0.0);
 }
 
 #[test]

@@ -80,6 +80,7 @@ fn main() {
                             epilogue: Epilogue::Store,
                             step: &step,
                             head: false,
+                            combine: None,
                         },
                     )
                 })

@@ -10,15 +10,15 @@
 //!
 //! Five dispatches per layer, each a fused kernel:
 //! 1. RMSNorm → Q·K·V (one stacked matrix) → RoPE on Q and K, K and V into the cache;
-//! 2. attention of the one query over the cache;
-//! 3. output projection, added into the residual stream;
+//! 2. attention of the one query over the cache, split across workgroups (flash-decoding);
+//! 3. the attention shares combined, the output projection, added into the residual stream;
 //! 4. RMSNorm → gate·up (rows interleaved) → SwiGLU;
 //! 5. down projection, added into the residual stream;
 //!
 //! then RMSNorm → output head, and top-k of the logits: 5 × layers + 2.
 
 use crate::fused::fuse;
-use crate::matvec::{Epilogue, GpuMatrix, MAX_COLUMNS, MatvecCall, MatvecIo, MatvecKernels, Step};
+use crate::matvec::{Epilogue, GpuMatrix, MAX_COLUMNS, MatvecCall, MatvecIo, MatvecKernels, Shares, Step};
 use crate::readback::Staging;
 use crate::repack::repack;
 use crate::{GpuContext, GpuError};
@@ -54,9 +54,11 @@ struct Shape {
     n_heads: u32,
     n_kv_heads: u32,
     head_dim: u32,
-    ffn: u32,
+    max_splits: u32,
     cache_at: u32,
     capacity: u32,
+    ml_at: u32,
+    _pad: [u32; 3],
 }
 
 /// What a dispatch computes, for the time split per kernel class.
@@ -66,8 +68,34 @@ pub enum KernelClass {
     /// The layers' matrix products with their fused norms and epilogues.
     Matvec,
     Attention,
-    /// RMSNorm → output head, and the top-k of the logits.
+    /// RMSNorm → output head.
     Head,
+    /// The top-k of the logits.
+    TopK,
+}
+
+/// One kernel class's share of a profiled token.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ClassTime {
+    pub class: KernelClass,
+    pub dispatches: usize,
+    /// Seconds its kernels ran (GPU timestamps at each dispatch's ends), or with
+    /// `timestamps: false`, seconds from submit to done per dispatch, launch included.
+    pub seconds: f64,
+}
+
+/// Where a token's time goes, per kernel class ([`GpuEngine::profile`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Profile {
+    pub classes: Vec<ClassTime>,
+    /// Whether the times are GPU timestamps (kernel run time alone).
+    pub timestamps: bool,
+}
+
+impl Profile {
+    pub fn seconds(&self) -> f64 {
+        self.classes.iter().map(|c| c.seconds).sum()
+    }
 }
 
 enum Dispatch {
@@ -76,11 +104,13 @@ enum Dispatch {
     TopK(wgpu::BindGroup),
 }
 
-/// A pass's column counts: all of them (the layers) and the head's (from `Step::head_from`).
+/// A pass's column counts: all of them (the layers) and the head's (from `Step::head_from`),
+/// and attention's workgroups per (column, head).
 #[derive(Clone, Copy)]
 struct Columns {
     n: usize,
     head: usize,
+    splits: u32,
 }
 
 // Only `profile` (native) asks.
@@ -88,10 +118,10 @@ struct Columns {
 impl Dispatch {
     fn class(&self, is_head: bool) -> KernelClass {
         match self {
-            _ if is_head => KernelClass::Head,
+            Dispatch::Matvec(_) if is_head => KernelClass::Head,
             Dispatch::Matvec(_) => KernelClass::Matvec,
             Dispatch::Attention(..) => KernelClass::Attention,
-            Dispatch::TopK(_) => KernelClass::Head,
+            Dispatch::TopK(_) => KernelClass::TopK,
         }
     }
 }
@@ -123,6 +153,10 @@ pub struct GpuEngine<B> {
     read_buf: Vec<u8>,
     inv_freq: Vec<f32>,
     capacity: usize,
+    /// Attention's most shares per (column, head): [`max_splits`].
+    max_splits: usize,
+    /// ops.wgsl's workgroup size: a pass takes one attention share per this many positions.
+    ops_wg: usize,
     /// Tokens in each sequence's cache.
     pos: Vec<usize>,
     /// The pass's embedding rows and rotations, column after column.
@@ -136,6 +170,18 @@ fn ops_workgroup(device_type: wgpu::DeviceType) -> u32 {
         wgpu::DeviceType::Cpu => 64,
         _ => 256,
     }
+}
+
+/// Attention's most workgroups per (column, head). Each takes an equal share of the cache; a
+/// pass uses one per `per_share` positions of its longest column, up to this many.
+/// GPUs need workgroups to fill their many cores at batch 1 (a head per workgroup left an H200
+/// with 9 busy ones); on CPU adapters the heads already outnumber the threads.
+fn max_splits(device_type: wgpu::DeviceType, capacity: usize, per_share: usize) -> usize {
+    let cap = match device_type {
+        wgpu::DeviceType::Cpu => 4,
+        _ => 32,
+    };
+    capacity.div_ceil(per_share).clamp(1, cap)
 }
 
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
@@ -184,7 +230,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let capacity = context.clamp(1, c.context_length);
         let dev = &ctx.device;
         let module = ctx.shader("ops.wgsl", OPS_SHADER);
-        let ops_workgroup = [("WG", ops_workgroup(ctx.info.device_type) as f64)];
+        let ops_wg = ops_workgroup(ctx.info.device_type) as usize;
+        let ops_workgroup = [("WG", ops_wg as f64)];
         let attention = ctx.pipeline_with(&module, "attention", &ops_workgroup);
         let top_k = ctx.pipeline_with(&module, "top_k", &ops_workgroup);
         let mut matvec = MatvecKernels::new(&ctx);
@@ -192,7 +239,25 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let n = MAX_COLUMNS;
         let x = storage(&ctx, "x", n * d);
         let q = storage(&ctx, "q", n * qd);
-        let att = storage(&ctx, "att", n * qd);
+        if !c.head_dim.is_multiple_of(4) {
+            return Err(GpuEngineError::Unsupported(format!(
+                "a head dimension of {} (the GPU kernels take multiples of 4)",
+                c.head_dim
+            )));
+        }
+        let splits = max_splits(ctx.info.device_type, capacity, ops_wg);
+        // Attention's shares: per column, head and split, head_dim outputs, then a (max, sum)
+        // vec4 each.
+        let records = n * c.n_heads * splits;
+        let shares = Shares {
+            head_dim: c.head_dim,
+            max_splits: splits,
+            ml_at: records * c.head_dim / 4,
+        };
+        ctx.check_binding("attention shares", (records * (c.head_dim + 4) * 4) as u64)?;
+        let att = storage(&ctx, "attention shares", records * (c.head_dim + 4));
+        ctx.check_binding("attention scores", (n * c.n_heads * capacity * 4) as u64)?;
+        let scratch = storage(&ctx, "attention scores", n * c.n_heads * capacity);
         let h = storage(&ctx, "swiglu", n * fd);
         ctx.check_binding("logits", (seqs * c.vocab_size * 4) as u64)?;
         let logits = storage(&ctx, "logits", seqs * c.vocab_size);
@@ -203,8 +268,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         ctx.check_binding("KV cache", (cache_floats * 4) as u64)?;
         let kc = storage(&ctx, "K cache", cache_floats);
         let vc = storage(&ctx, "V cache", cache_floats);
-        ctx.check_binding("attention scores", (n * c.n_heads * capacity * 4) as u64)?;
-        let scratch = storage(&ctx, "attention scores", n * c.n_heads * capacity);
         let rope = storage(&ctx, "rope cos/sin", n * c.head_dim);
         let step = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("step"),
@@ -231,9 +294,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 n_heads: c.n_heads as u32,
                 n_kv_heads: c.n_kv_heads as u32,
                 head_dim: c.head_dim as u32,
-                ffn: fd as u32,
+                max_splits: splits as u32,
                 cache_at: cache_at as u32,
                 capacity: capacity as u32,
+                ml_at: shares.ml_at as u32,
+                _pad: [0; 3],
             };
             dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("shape"),
@@ -277,6 +342,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 epilogue,
                 step,
                 head: false,
+                combine: None,
             }
         }
         let mut mv = |m: &GpuMatrix, io: MatvecIo<'_>| Dispatch::Matvec(matvec.bind(&ctx, m, io));
@@ -313,7 +379,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 ],
             );
             dispatches.push(Dispatch::Attention(att_bind, c.n_heads as u32));
-            dispatches.push(mv(&wo, io(&att, &x, None, Epilogue::Add, &step)));
+            let wo_io = MatvecIo {
+                combine: Some(shares),
+                ..io(&att, &x, None, Epilogue::Add, &step)
+            };
+            dispatches.push(mv(&wo, wo_io));
             dispatches.push(mv(&wgu, io(&x, &h, Some((&ffn_norm, eps)), Epilogue::SwiGlu, &step)));
             dispatches.push(mv(&wd, io(&h, &x, None, Epilogue::Add, &step)));
         }
@@ -349,6 +419,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             pending: None,
             read_buf: Vec::new(),
             capacity,
+            max_splits: splits,
+            ops_wg,
             pos: vec![0; seqs],
         })
     }
@@ -428,6 +500,10 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             pos[seq] += 1;
         }
         step.n = n as u32;
+        // Positions the longest column attends to: one share per workgroup's worth of them.
+        let longest = cols.iter().map(|&(seq, _)| pos[seq]).max().unwrap_or(1);
+        let splits = longest.div_ceil(self.ops_wg).clamp(1, self.max_splits) as u32;
+        step.splits = splits;
         let (from, want) = head.unwrap_or((n, Want::Top(1)));
         step.head_from = from as u32;
         step.k = match want {
@@ -439,7 +515,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         q.write_buffer(&self.rope, 0, bytemuck::cast_slice(&self.cos_sin[..n * hd]));
         q.write_buffer(&self.step, 0, bytemuck::bytes_of(&step));
         self.pos = pos;
-        Ok(Columns { n, head: n - from })
+        Ok(Columns {
+            n,
+            head: n - from,
+            splits,
+        })
     }
 
     fn record(&self, pass: &mut wgpu::ComputePass<'_>, d: &Dispatch, cols: Columns, is_head: bool) {
@@ -448,7 +528,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             Dispatch::Attention(bind, heads) => {
                 pass.set_pipeline(&self.attention);
                 pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(*heads, cols.n as u32, 1);
+                pass.dispatch_workgroups(*heads, cols.splits, cols.n as u32);
             }
             Dispatch::TopK(bind) => {
                 pass.set_pipeline(&self.top_k);
@@ -637,13 +717,14 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// Decodes `token` like [`GpuEngine::submit`], but times each kernel class: with GPU
     /// timestamps (one pass per dispatch, timestamps at its ends) where the adapter has
     /// `timestamp-query`, else one submit per dispatch timed on the CPU (submit → done).
-    /// Returns seconds per class; the token's result is then read as usual.
+    /// Returns dispatches and seconds per class; the token's result is then read as usual.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn profile(&mut self, token: u32, want: Want) -> Result<Vec<(KernelClass, f64)>, GpuEngineError> {
+    pub fn profile(&mut self, token: u32, want: Want) -> Result<Profile, GpuEngineError> {
         let columns = self.prepare(&[(0, token)], Some((0, want)))?;
         let n = self.dispatches.len();
         let mut secs = vec![0f64; n];
-        if self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        let timestamps = self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        if timestamps {
             let dev = &self.ctx.device;
             let set = dev.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("profile"),
@@ -696,16 +777,23 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.copy_result(&mut enc, want, 1);
         self.ctx.queue.submit([enc.finish()]);
         self.pending = Some((want, 1));
-        let mut split: Vec<(KernelClass, f64)> = Vec::new();
+        let mut classes: Vec<ClassTime> = Vec::new();
         for (i, (d, s)) in self.dispatches.iter().zip(secs).enumerate() {
             // The last two dispatches are the head's matvec and its top-k.
             let class = d.class(i + 2 >= n);
-            match split.iter_mut().find(|(c, _)| *c == class) {
-                Some((_, t)) => *t += s,
-                None => split.push((class, s)),
+            match classes.iter_mut().find(|c| c.class == class) {
+                Some(c) => {
+                    c.dispatches += 1;
+                    c.seconds += s;
+                }
+                None => classes.push(ClassTime {
+                    class,
+                    dispatches: 1,
+                    seconds: s,
+                }),
             }
         }
-        Ok(split)
+        Ok(Profile { classes, timestamps })
     }
 }
 

@@ -11,6 +11,44 @@ use tokscope_core::quant::GgmlType;
 use wgpu::util::DeviceExt;
 
 pub const SHADER: &str = include_str!("matvec.wgsl");
+
+/// What matvec.wgsl needs in front of it where the adapter has subgroups: the sum over a row
+/// group's lanes by shuffles (`subgroupShuffleXor`, a butterfly of log2(LANES) steps).
+/// Browsers require `enable subgroups;` before it; naga 30 rejects that directive (not yet
+/// implemented) and takes the builtins without it, so it is added in the browser only.
+const WITH_SUBGROUPS: &str = "const SUBGROUPS: bool = true;
+fn lane_sum(v: f32) -> f32 {
+    var s = v;
+    for (var m = LANES / 2u; m > 0u; m = m >> 1u) {
+        s += subgroupShuffleXor(s, m);
+    }
+    return s;
+}
+";
+
+/// ... and where it has none: the lanes sum through workgroup memory (`finish`).
+const WITHOUT_SUBGROUPS: &str = "const SUBGROUPS: bool = false;
+fn lane_sum(v: f32) -> f32 {
+    return v;
+}
+";
+
+/// matvec.wgsl as compiled: with the subgroup lane sum or without.
+pub fn source(subgroups: bool) -> String {
+    let enable = if subgroups && cfg!(target_arch = "wasm32") {
+        "enable subgroups;\n"
+    } else {
+        ""
+    };
+    let prelude = if subgroups { WITH_SUBGROUPS } else { WITHOUT_SUBGROUPS };
+    format!("{enable}{prelude}{SHADER}")
+}
+
+/// Whether `shape`'s lanes can sum by subgroup shuffles on this adapter: it offers subgroups,
+/// and its smallest subgroup holds a whole row group.
+pub fn subgroups_for(ctx: &GpuContext, shape: Shape) -> bool {
+    shape.lanes > 1 && ctx.features.contains(wgpu::Features::SUBGROUP) && ctx.info.subgroup_min_size >= shape.lanes
+}
 /// The most input values a matvec workgroup stages in workgroup memory, all its columns
 /// together (matvec.wgsl's `MAX_COLS`).
 pub const MAX_COLS: usize = 8192;
@@ -49,6 +87,9 @@ struct Params {
     cache_at: u32,
     quantized: u32,
     head: u32,
+    max_splits: u32,
+    ml_at: u32,
+    _pad: [u32; 2],
 }
 
 /// The per-pass uniform every kernel reads: its columns (tokens), where each one's K and V go
@@ -63,7 +104,8 @@ pub struct Step {
     /// The first column the output head computes (the head's column j writes its logits at
     /// `(j - head_from) × vocabulary`).
     pub head_from: u32,
-    pub _pad: u32,
+    /// Attention's shares per (column, head): ops.wgsl's workgroups along y.
+    pub splits: u32,
     /// Per column: (cache row = sequence × capacity + position, position, the sequence's first
     /// cache row, 0).
     pub cols: [[u32; 4]; MAX_COLUMNS],
@@ -73,8 +115,11 @@ impl Step {
     /// `n` columns of one sequence at positions 0, 1, … (tests and benchmarks of one call).
     pub fn first(n: usize) -> Step {
         let mut s = bytemuck::Zeroable::zeroed();
-        let Step { n: count, cols, .. } = &mut s;
+        let Step {
+            n: count, cols, splits, ..
+        } = &mut s;
         *count = n as u32;
+        *splits = 1;
         for (j, c) in cols.iter_mut().take(n).enumerate() {
             *c = [j as u32, j as u32, 0, 0];
         }
@@ -161,6 +206,18 @@ pub struct MatvecIo<'a> {
     pub step: &'a wgpu::Buffer,
     /// The output head: only the pass's columns from `Step::head_from`.
     pub head: bool,
+    /// `x` holds attention's partial shares, combined as the input is staged.
+    pub combine: Option<Shares>,
+}
+
+/// Where attention leaves its partial shares (ops.wgsl's `attention`): per (column, head),
+/// `max_splits` records of `head_dim` unnormalised outputs, then from vec4 `ml_at` on one
+/// (max, sum, 0, 0) per record.
+#[derive(Clone, Copy, Debug)]
+pub struct Shares {
+    pub head_dim: usize,
+    pub max_splits: usize,
+    pub ml_at: usize,
 }
 
 /// A recorded-once matvec dispatch.
@@ -171,6 +228,8 @@ pub struct MatvecCall {
     width: usize,
     /// Columns per workgroup when a pass has more than one.
     cols: u32,
+    /// Its input is attention's shares.
+    combine: bool,
     bind: wgpu::BindGroup,
 }
 
@@ -258,11 +317,14 @@ impl Shape {
     }
 }
 
+/// A pipeline's specialisation: weight type, columns per workgroup, matrix width, and whether
+/// its input is attention's shares to combine.
+type PipelineKey = (GgmlType, u32, usize, bool);
+
 /// The matvec pipelines, compiled at load for the types and column counts the bound matrices
 /// need.
 pub struct MatvecKernels {
-    /// By weight type, columns per workgroup and matrix width.
-    pipelines: HashMap<(GgmlType, u32, usize), wgpu::ComputePipeline>,
+    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
     module: wgpu::ShaderModule,
     pipeline_layout: wgpu::PipelineLayout,
     layout: wgpu::BindGroupLayout,
@@ -337,9 +399,17 @@ impl MatvecKernels {
         self.shape
     }
 
+    /// Kernels for `shape`, summing lanes by subgroup shuffles where the adapter allows.
     pub fn with_shape(ctx: &GpuContext, shape: Shape) -> Self {
+        Self::with_options(ctx, shape, subgroups_for(ctx, shape))
+    }
+
+    /// [`MatvecKernels::with_shape`] with the lane sum chosen (`subgroups` only where
+    /// [`subgroups_for`] allows it; tests compare both paths).
+    pub fn with_options(ctx: &GpuContext, shape: Shape, subgroups: bool) -> Self {
         shape.check();
-        let module = ctx.shader("matvec.wgsl", SHADER);
+        assert!(!subgroups || subgroups_for(ctx, shape), "subgroups for {shape:?}");
+        let module = ctx.shader("matvec.wgsl", &source(subgroups));
         let layout = bind_group_layout(&ctx.device);
         let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("matvec"),
@@ -365,11 +435,12 @@ impl MatvecKernels {
         }
     }
 
-    /// Compiles `ty`'s kernel for `nc` columns per workgroup of a matrix `width` wide, once.
-    fn ensure(&mut self, ctx: &GpuContext, ty: GgmlType, nc: u32, width: usize) {
+    /// Compiles the kernel for `key`, once.
+    fn ensure(&mut self, ctx: &GpuContext, key: PipelineKey) {
         let shape = self.shape;
         let (module, layout) = (&self.module, &self.pipeline_layout);
-        self.pipelines.entry((ty, nc, width)).or_insert_with(|| {
+        let (ty, nc, width, combine) = key;
+        self.pipelines.entry(key).or_insert_with(|| {
             let entry = entry_point(ty).expect("every supported type has a kernel");
             let [xq, xb, red] = shape.workgroup_lengths(ty, nc, width);
             let constants = [
@@ -380,6 +451,7 @@ impl MatvecKernels {
                 ("XQ_LEN", xq as f64),
                 ("XB_LEN", xb as f64),
                 ("RED_LEN", red as f64),
+                ("COMBINE", combine as u8 as f64),
             ];
             // matvec.wgsl writes each workgroup variable before any read of it (stage's
             // blocks < NC · cols / 32, every lane's slots of `red`), so the zeroing is skipped.
@@ -391,8 +463,9 @@ impl MatvecKernels {
     /// head, which computes only the pass's columns from `Step::head_from`.
     pub fn bind(&mut self, ctx: &GpuContext, m: &GpuMatrix, io: MatvecIo) -> MatvecCall {
         let cols = self.shape.cols_for(m.cols);
+        let combine = io.combine.is_some();
         for nc in (0..=cols.ilog2()).map(|i| 1 << i) {
-            self.ensure(ctx, m.ty, nc, m.cols);
+            self.ensure(ctx, (m.ty, nc, m.cols, combine));
         }
         let [unused_g, unused_k, unused_v] = &self.unused;
         let (mode, q_rows, kv_rows, head_dim, cache_at) = match &io.epilogue {
@@ -422,10 +495,13 @@ impl MatvecKernels {
             eps: io.norm.map_or(0.0, |(_, eps)| eps),
             q_rows: q_rows as u32,
             kv_rows: kv_rows as u32,
-            head_dim: head_dim as u32,
+            head_dim: io.combine.map_or(head_dim, |c| c.head_dim) as u32,
             cache_at: cache_at as u32,
             quantized: m.ty.is_quantized() as u32,
             head: io.head as u32,
+            max_splits: io.combine.map_or(0, |c| c.max_splits as u32),
+            ml_at: io.combine.map_or(0, |c| c.ml_at as u32),
+            _pad: [0; 2],
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("matvec params"),
@@ -460,6 +536,7 @@ impl MatvecKernels {
             rows: m.rows,
             width: m.cols,
             cols,
+            combine,
             bind,
         }
     }
@@ -468,7 +545,7 @@ impl MatvecKernels {
     /// `head_from` for the head): one column runs the one-token kernel, more the column tiles.
     pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall, n: usize) {
         let nc = columns_per_workgroup(call.cols, n);
-        pass.set_pipeline(&self.pipelines[&(call.ty, nc, call.width)]);
+        pass.set_pipeline(&self.pipelines[&(call.ty, nc, call.width, call.combine)]);
         pass.set_bind_group(0, &call.bind, &[]);
         let (x, y) = dispatch_size(call.rows, self.shape, self.max_per_dim);
         pass.dispatch_workgroups(x, y, (n as u32).div_ceil(nc));
@@ -555,15 +632,24 @@ mod tests {
     /// test failure here, not an `unwrap` at pipeline creation on someone's machine).
     #[test]
     fn shader_validates() {
-        let module = naga::front::wgsl::parse_str(SHADER).expect("matvec.wgsl parses");
-        // unpack2x16float is core WGSL (WebGPU) and available on every Vulkan/Metal/DX12 device.
-        let caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-            .validate(&module)
-            .expect("matvec.wgsl validates");
-        for ty in GgmlType::SUPPORTED {
-            let name = entry_point(ty).unwrap();
-            assert!(module.entry_points.iter().any(|e| e.name == name), "{name}");
+        for subgroups in [false, true] {
+            let module = naga::front::wgsl::parse_str(&source(subgroups)).expect("matvec.wgsl parses");
+            // unpack2x16float is core WGSL (WebGPU) and available on every Vulkan/Metal/DX12 device.
+            let mut caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+            if subgroups {
+                caps |= naga::valid::Capabilities::SUBGROUP;
+            }
+            let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps);
+            if subgroups {
+                v.subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+                    .subgroup_operations(naga::valid::SubgroupOperationSet::all());
+            }
+            v.validate(&module)
+                .unwrap_or_else(|e| panic!("matvec.wgsl (subgroups {subgroups}) validates: {e:?}"));
+            for ty in GgmlType::SUPPORTED {
+                let name = entry_point(ty).unwrap();
+                assert!(module.entry_points.iter().any(|e| e.name == name), "{name}");
+            }
         }
     }
 }

@@ -45,6 +45,11 @@ struct Params {
     // 1: the output head, which computes only the columns from step.head_from (column j's logits
     // at (j - head_from) × rows).
     head: u32,
+    // COMBINE: attention's shares per head in x, and the first vec4 of their (max, sum) records.
+    max_splits: u32,
+    ml_at: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 // Columns one pass computes at most (engine.rs's MAX_COLUMNS).
@@ -54,7 +59,7 @@ struct Step {
     k: u32,          // candidates top_k returns per column
     n: u32,          // columns in this pass
     head_from: u32,  // the first column the output head computes
-    _pad: u32,
+    splits: u32,     // attention's shares per (column, head)
     // Per column: (cache row = sequence × capacity + position, position, the sequence's first
     // cache row, 0).
     cols: array<vec4<u32>, MAX_N>,
@@ -78,6 +83,10 @@ override WG: u32 = 16u;
 // Columns per workgroup: 1 for one token; more for prefill chunks and batches (matvec.rs picks
 // it per matrix so that NC staged inputs fit MAX_COLS, and WG × R × NC fits `red`).
 override NC: u32 = 1u;
+// true: x holds attention's partial shares (ops.wgsl's `attention`), head_dim wide, max_splits
+// per head: the input is their combination (`combined4`). An override, so the other pipelines
+// carry no trace of it (a uniform branch in every input load cost lavapipe's JIT).
+override COMBINE: bool = false;
 // R, WG and NC's largest values (matvec.rs checks them).
 const MAX_R: u32 = 8u;
 const MAX_WG: u32 = 64u;
@@ -120,10 +129,37 @@ fn in_col(c0: u32, c: u32) -> u32 {
     return first_col() + min(c0 + c, n_cols() - 1u);
 }
 
+// WGSL constants cannot be NaN or infinite, hence a finite floor.
+const LOWEST: f32 = -3.4028234e38;
+
+// Four outputs (vec4 index i within a column) of attention for input column `col`: its
+// `step.splits` shares of the head's cache combined by their maxima and sums (the combine step
+// of flash-decoding, fused into the input staging of the projection that consumes it).
+fn combined4(col: u32, i: u32) -> vec4<f32> {
+    let hd4 = p.head_dim / 4u;
+    let base = (col * (p.cols / p.head_dim) + i / hd4) * p.max_splits;
+    var mx = LOWEST;
+    for (var s = 0u; s < step.splits; s++) {
+        mx = max(mx, x[p.ml_at + base + s].x);
+    }
+    var sum = 0.0;
+    var o = vec4<f32>(0.0);
+    for (var s = 0u; s < step.splits; s++) {
+        let ml = x[p.ml_at + base + s];
+        let w = exp(ml.x - mx);
+        sum += ml.y * w;
+        o += x[(base + s) * hd4 + i % hd4] * w;
+    }
+    return o / sum;
+}
+
 // Four input elements (i: vec4 index within a column) of input column `col` as the product sees
 // them (x and g are read 16 bytes at a time: on CPU adapters every load costs alike, whatever
 // its width).
 fn xin4(col: u32, i: u32, scale: f32) -> vec4<f32> {
+    if (COMBINE) {
+        return combined4(col, i);
+    }
     let v = x[col * (p.cols / 4u) + i];
     if (p.norm == 1u) {
         return v * scale * g[i];
@@ -304,7 +340,13 @@ fn put_pair(oc: u32, row: u32, v0: f32, v1: f32) {
 fn finish(lid: u32, r0: u32, c0: u32, partial: array<f32, MAX_RC>) {
     var acc = partial;
     let rc = R * NC;
-    if (LANES > 1u) {
+    if (LANES > 1u && SUBGROUPS) {
+        // The lanes of a row group are adjacent invocations of one subgroup (matvec.rs checks
+        // the adapter's smallest subgroup holds LANES): a butterfly of shuffles, no barriers.
+        for (var i = 0u; i < rc; i++) {
+            acc[i] = lane_sum(acc[i]);
+        }
+    } else if (LANES > 1u) {
         for (var i = 0u; i < rc; i++) {
             red[lid * rc + i] = acc[i];
         }

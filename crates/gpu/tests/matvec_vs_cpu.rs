@@ -14,7 +14,7 @@ mod common;
 
 use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows, quantize_row};
 use tokscope_gpu::GpuContext;
-use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step};
+use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step, subgroups_for};
 use tokscope_gpu::readback::read_f32;
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
@@ -81,6 +81,7 @@ fn gpu_matvec(
             epilogue,
             step: &step,
             head: false,
+            combine: None,
         },
     );
     let mut enc = ctx.device.create_command_encoder(&Default::default());
@@ -155,8 +156,17 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
         workgroup: 32,
         cols: 2,
     };
-    for shape in [Shape::CPU, Shape::GPU, mixed] {
-        let mut kernels = MatvecKernels::with_shape(&ctx, shape);
+    // Lanes summed through workgroup memory, and by subgroup shuffles where the adapter's
+    // subgroups hold a row group (lavapipe's hold 8: the mixed shape's 4 lanes).
+    let mut runs = vec![(Shape::CPU, false), (Shape::GPU, false), (mixed, false)];
+    for shape in [Shape::GPU, mixed] {
+        if subgroups_for(&ctx, shape) {
+            runs.push((shape, true));
+        }
+    }
+    println!("shapes (lanes summed by subgroups?): {runs:?}");
+    for (shape, subgroups) in runs {
+        let mut kernels = MatvecKernels::with_options(&ctx, shape, subgroups);
         for ((rows, cols), n) in [(37, 192), (5, 288), (130, 32), (38, 96)].into_iter().zip([1, 3, 6, 2]) {
             let x = values(n * cols, 1);
             let g = values(cols, 3);
@@ -194,7 +204,7 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
                     }
                     assert!(
                         worst < 2e-5,
-                        "{shape:?} {ty} {rows}x{cols} ×{n} {case:?}: relative error {worst:e} at output {worst_at}: {} vs {}",
+                        "{shape:?} (subgroups {subgroups}) {ty} {rows}x{cols} ×{n} {case:?}: relative error {worst:e} at output {worst_at}: {} vs {}",
                         got[worst_at],
                         want[worst_at]
                     );
