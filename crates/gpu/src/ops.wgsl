@@ -162,27 +162,35 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 // The `step.k` largest of the `shape.d` values of column wid.x in a, highest first, ties to the
 // lower index (the CPU sampler's order), as (f32 bits, index) pairs in out (column j's k pairs
 // after column j - 1's): a token reads back 8·k bytes, not the whole vocabulary. One workgroup
-// per column; k rounds of a max-reduction, each round removing its
-// winner (overwritten with LOWEST, which never compares greater: the search starts there).
+// per column: each invocation keeps the best of its strided slice, and each of k rounds is a
+// max-reduction over those; only the winner's invocation removes it (overwritten with LOWEST,
+// which never compares greater: the search starts there) and rescans its slice, so k rounds
+// read the vocabulary once plus k slices, not k times (top-k 40 sampling read it 40 times).
 var<workgroup> best_v: array<f32, WG>;
 var<workgroup> best_i: array<u32, WG>;
+
+// The best of invocation i's slice of column `at`: (value, index; 0xFFFFFFFF when none).
+fn slice_best(at: u32, i: u32) -> vec2<u32> {
+    var bv = LOWEST;
+    var bi = 0xFFFFFFFFu;
+    for (var j = i; j < shape.d; j += WG) {
+        let v = a[at + j];
+        if (v > bv) {
+            bv = v;
+            bi = j;
+        }
+    }
+    return vec2<u32>(bitcast<u32>(bv), bi);
+}
 
 @compute @workgroup_size(WG)
 fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
     let at = wid.x * shape.d;
     let out_at = wid.x * 2u * step.k;
+    var own = slice_best(at, i);
     for (var r = 0u; r < step.k; r++) {
-        var bv = LOWEST;
-        var bi = 0xFFFFFFFFu;
-        for (var j = i; j < shape.d; j += WG) {
-            let v = a[at + j];
-            if (v > bv) {
-                bv = v;
-                bi = j;
-            }
-        }
-        best_v[i] = bv;
-        best_i[i] = bi;
+        best_v[i] = bitcast<f32>(own.x);
+        best_i[i] = own.y;
         workgroupBarrier();
         for (var s = WG / 2u; s > 0u; s = s >> 1u) {
             if (i < s) {
@@ -195,12 +203,16 @@ fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
             }
             workgroupBarrier();
         }
+        let win = best_i[0];
         if (i == 0u) {
             out[out_at + 2u * r] = bitcast<u32>(best_v[0]);
-            out[out_at + 2u * r + 1u] = best_i[0];
-            a[at + best_i[0]] = LOWEST;
+            out[out_at + 2u * r + 1u] = win;
         }
-        storageBarrier();
+        // Everyone has read the winner before the next round writes best_v and best_i.
         workgroupBarrier();
+        if (win != 0xFFFFFFFFu && win % WG == i) {
+            a[at + win] = LOWEST;
+            own = slice_best(at, i);
+        }
     }
 }

@@ -171,3 +171,22 @@ fn long_contexts_match_cpu_engine_across_attention_shares() {
         }
     }
 }
+
+/// The top-k kernel returns the k highest logits, highest first (ties to the lower token), for
+/// every k up to the most it serves: against the same engine's full logits, sorted.
+#[test]
+fn top_k_is_the_highest_logits_in_order() {
+    use tokscope_gpu::engine::MAX_TOP_K;
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let model = tiny_model(GgmlType::Q8_0);
+    let mut all = GpuEngine::new(ctx.clone(), model.clone(), 32, |_, _| {}).unwrap();
+    let mut top = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
+    for (i, &t) in TOKENS[..4].iter().enumerate() {
+        let logits = all.decode(t).unwrap();
+        let mut want: Vec<(f32, u32)> = logits.iter().enumerate().map(|(j, &v)| (v, j as u32)).collect();
+        want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let k = [1, 7, 40, MAX_TOP_K][i];
+        assert_eq!(top.decode_top(t, k).unwrap(), want[..k], "k = {k}");
+    }
+}
