@@ -11,6 +11,49 @@ pub enum ModelSource {
     Url(String),
     /// The `File` sent along with the message (file picker or drag-and-drop).
     File { name: String },
+    /// Random weights with a real model's shapes, made in the worker (`core::shaped`): the
+    /// bytes per token of the real file, for speed only.
+    Synthetic { shape: String, ty: String },
+}
+
+/// How the `model=` setting names a synthetic model: `synthetic:SHAPE:TYPE`.
+pub const SYNTHETIC_PREFIX: &str = "synthetic:";
+
+/// The synthetic models the page offers: those whose file fits a browser's memory comfortably
+/// (Llama 3.1 8B's 4.5 GB does not fit a 32-bit wasm heap).
+pub const SYNTHETIC_CHOICES: [(&str, &str); 7] = [
+    ("qwen2.5-0.5b", "Q4_0"),
+    ("qwen2.5-0.5b", "Q4_1"),
+    ("qwen2.5-0.5b", "Q8_0"),
+    ("llama-3.2-1b", "Q4_0"),
+    ("llama-3.2-1b", "Q4_1"),
+    ("llama-3.2-1b", "Q8_0"),
+    ("tiny", "Q4_0"),
+];
+
+impl ModelSource {
+    /// The `model=` setting as a source: `synthetic:SHAPE:TYPE`, else a URL.
+    pub fn from_setting(model: &str) -> ModelSource {
+        match model
+            .strip_prefix(SYNTHETIC_PREFIX)
+            .and_then(|rest| rest.split_once(':'))
+        {
+            Some((shape, ty)) => ModelSource::Synthetic {
+                shape: shape.into(),
+                ty: ty.into(),
+            },
+            None => ModelSource::Url(model.into()),
+        }
+    }
+
+    /// The setting that names this source (files have none).
+    pub fn setting(&self) -> Option<String> {
+        match self {
+            ModelSource::Url(u) => Some(u.clone()),
+            ModelSource::Synthetic { shape, ty } => Some(format!("{SYNTHETIC_PREFIX}{shape}:{ty}")),
+            ModelSource::File { .. } => None,
+        }
+    }
 }
 
 /// Which engine to run.
@@ -78,6 +121,9 @@ pub struct BackendInfo {
     pub label: String,
     /// Why the GPU is not used, when it is not.
     pub fallback_reason: Option<String>,
+    /// Dispatches the GPU engine records per token (the floor model's fixed-cost term).
+    #[serde(default)]
+    pub dispatches_per_token: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,6 +275,28 @@ mod tests {
             total: None,
         };
         assert_eq!(parse::<FromWorker>(&f.to_json()).unwrap(), f);
+    }
+
+    #[test]
+    fn synthetic_models_are_named_in_the_model_setting() {
+        let s = ModelSource::from_setting("synthetic:qwen2.5-0.5b:Q4_0");
+        assert_eq!(
+            s,
+            ModelSource::Synthetic {
+                shape: "qwen2.5-0.5b".into(),
+                ty: "Q4_0".into()
+            }
+        );
+        assert_eq!(s.setting().unwrap(), "synthetic:qwen2.5-0.5b:Q4_0");
+        assert_eq!(
+            ModelSource::from_setting("models/a.gguf"),
+            ModelSource::Url("models/a.gguf".into())
+        );
+        // Every offered choice names a shape and a type that exist.
+        for (shape, ty) in SYNTHETIC_CHOICES {
+            assert!(tokscope_core::shaped::ShapeSpec::by_id(shape).is_some(), "{shape}");
+            assert!(tokscope_core::quant::GgmlType::from_name(ty).is_some_and(|t| t.is_supported()));
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use crate::params::{Settings, number};
 use tokscope_core::presets;
+use tokscope_core::roofline::floor::{Floor, FloorInputs};
 use tokscope_core::roofline::{GB, mbu};
 
 /// Tokens the speed check decodes at most (end-of-text ignored, greedy).
@@ -31,6 +32,8 @@ pub struct SpeedResult {
     pub gb_s: Option<f64>,
     pub dispatch_us: Option<f64>,
     pub round_trip_ms: Option<f64>,
+    /// Dispatches the GPU engine records per token (`None` on the CPU engine).
+    pub dispatches: Option<u32>,
     /// Mean decode rate over the check's tokens.
     pub tok_s: f64,
     /// Tokens that rate is over ([`DECODE_TOKENS`], or fewer when the check stopped early).
@@ -50,6 +53,17 @@ impl SpeedResult {
     /// Measured decode bandwidth ÷ probe bandwidth.
     pub fn mbu(&self) -> Option<f64> {
         mbu(self.tok_s, self.bytes_per_token as f64, self.gb_s? * GB)
+    }
+
+    /// The floor model's inputs and prediction, where the GPU was probed.
+    pub fn floor(&self) -> Option<(FloorInputs, Floor)> {
+        floor_of(
+            self.bytes_per_token as f64,
+            self.gb_s?,
+            self.dispatches?,
+            self.dispatch_us?,
+            self.round_trip_ms?,
+        )
     }
 
     /// "between Apple A17 Pro (51 GB/s peak) and Apple M1 (68 GB/s peak)", in words.
@@ -82,6 +96,17 @@ impl SpeedResult {
             opt(self.dispatch_us, 1, "µs"),
             opt(self.round_trip_ms, 2, "ms"),
         );
+        if let Some((inputs, f)) = self.floor() {
+            md.push_str(&format!(
+                "| Floor model | {:.1} tok/s ({:.3} ms a token) |\n\n{}\n",
+                f.tok_s,
+                f.step_s * 1e3,
+                inputs.sentence(&f)
+            ));
+            if let Some(m) = f.measured_sentence(self.tok_s) {
+                md.push_str(&format!("{m}\n"));
+            }
+        }
         if let Some(p) = self.placement() {
             md.push_str(&format!("\nMeasured bandwidth sits {p}.\n"));
         }
@@ -104,6 +129,7 @@ impl Settings for SpeedResult {
             "gbs" => self.gb_s = Some(positive(v)?),
             "dispatch_us" => self.dispatch_us = Some(positive(v)?),
             "round_trip_ms" => self.round_trip_ms = Some(positive(v)?),
+            "dispatches" => self.dispatches = Some(number(v)?),
             "tok_s" => self.tok_s = positive(v)?,
             "tokens" => self.tokens = number(v)?,
             "bytes_per_token" => self.bytes_per_token = number(v)?,
@@ -131,8 +157,30 @@ impl Settings for SpeedResult {
                 p.push((k, v.to_string()));
             }
         }
+        if let Some(d) = self.dispatches {
+            p.push(("dispatches", d.to_string()));
+        }
         p
     }
+}
+
+/// The floor model of a GPU run from the probe's figures (bandwidth GB/s, µs per dispatch,
+/// round-trip ms) and the engine's dispatches per token; `None` when a figure is unusable.
+pub fn floor_of(
+    bytes_per_token: f64,
+    gb_s: f64,
+    dispatches: u32,
+    dispatch_us: f64,
+    round_trip_ms: f64,
+) -> Option<(FloorInputs, Floor)> {
+    let inputs = FloorInputs {
+        bytes_per_token,
+        bandwidth_gb_s: gb_s,
+        dispatches,
+        dispatch_us,
+        round_trip_ms,
+    };
+    inputs.floor().ok().map(|f| (inputs, f))
 }
 
 /// A short browser name from a user-agent string: "Chromium 156", "Firefox 133", "Safari 18.1".
@@ -177,6 +225,7 @@ mod tests {
             gb_s: Some(8.0),
             dispatch_us: Some(29.5),
             round_trip_ms: Some(0.61),
+            dispatches: Some(152),
             tok_s: 20.0,
             tokens: 128,
             bytes_per_token: 100_000_000,
@@ -209,6 +258,10 @@ mod tests {
             "| Decode | 20.0 tok/s over 128 tokens |",
             "| MBU | 25 % |",
             "| Cost per dispatch | 29.5 µs |",
+            // 100 MB at 8 GB/s = 12.5 ms; 152 × 29.5 µs + 0.61 ms = 5.094 ms.
+            "| Floor model | 56.8 tok/s (17.594 ms a token) |",
+            "Bandwidth sets this speed: 12.5 ms to read 100.0 MB at 8.00 GB/s, 2.45× the fixed cost per token",
+            "Measured: 50.0 ms a token, 2.84× the floor's 17.6 ms.",
             "below Apple A17 Pro",
         ] {
             assert!(md.contains(needle), "{needle} not in\n{md}");

@@ -295,6 +295,17 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     );
     assert!(adapter.starts_with("WebGPU"), "{adapter}");
     assert!(b.text("speed-mbu").await.ends_with('%'));
+    // The floor model from the probe's figures and the engine's dispatches, with its sentence.
+    let floor = b.text("speed-floor").await;
+    assert!(
+        floor.contains(" tok/s: ") && floor.contains("ms of fixed cost"),
+        "{floor}"
+    );
+    let sentence = b.text("speed-floor-sentence").await;
+    assert!(
+        sentence.contains("sets this speed") && sentence.contains("Measured: "),
+        "{sentence}"
+    );
     assert!(!b.text("speed-placement").await.is_empty());
     let icd = adapter
         .to_lowercase()
@@ -334,7 +345,10 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     b.wait_for(&present("speed-markdown"), WAIT).await.unwrap();
     let md = b.value("speed-markdown").await;
     assert!(
-        md.contains("| Read bandwidth (probe) |") && md.contains(&adapter) && md.contains(" tok/s over "),
+        md.contains("| Read bandwidth (probe) |")
+            && md.contains(&adapter)
+            && md.contains(" tok/s over ")
+            && md.contains("| Floor model |"),
         "{md}"
     );
     b.screenshot(&screenshot_path("speed-check.png")).await.unwrap();
@@ -348,6 +362,7 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     b.wait_for(&present("speed-shared"), WAIT).await.unwrap();
     assert_eq!(b.text("speed-adapter").await, adapter);
     assert_eq!(num(b.text("speed-gbs").await), gb_s);
+    assert_eq!(b.text("speed-floor").await, floor);
     b.close().await;
 }
 

@@ -277,3 +277,20 @@ async fn a_build_for_a_sub_path_runs_there_and_reloads_from_cache() {
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }
+
+/// `model=synthetic:SHAPE:TYPE` makes a random-weight model in the worker (no download) that
+/// loads, generates and is named as what it is: speed only.
+#[tokio::test]
+async fn a_synthetic_model_is_made_in_the_page_and_generates() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    let url = server.url("index.html?model=synthetic:tiny:Q4_0&prompt=hello&max_tokens=8&temperature=0&autorun=1");
+    b.client.goto(&url).await.unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    let info = b.text("model-info").await;
+    assert!(info.contains("synthetic tiny") && info.contains("speed only"), "{info}");
+    assert_eq!(server.log.count(".gguf"), 0, "requests: {:?}", server.log.all());
+    assert_eq!(b.page_errors().await.len(), 0, "{:?}", b.page_errors().await);
+    b.close().await;
+}

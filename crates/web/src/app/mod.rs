@@ -76,6 +76,10 @@ fn current_route() -> (Route, Option<String>) {
 pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     state.model.set(None);
     state.error.set(None);
+    // Links made from here on load the same model (a picked file has no name to share).
+    if let Some(m) = source.setting() {
+        state.settings.update(|s| s.model = (m != DEFAULT_MODEL).then_some(m));
+    }
     let backend = state.settings.get_untracked().backend;
     link::send(&ToWorker::Load { source, backend }, file);
 }
@@ -159,7 +163,7 @@ fn start_effects(state: State) {
             .get_untracked()
             .model
             .unwrap_or_else(|| DEFAULT_MODEL.into());
-        load(state, ModelSource::Url(url), None);
+        load(state, ModelSource::from_setting(&url), None);
         link::send(&ToWorker::ListCache, None);
         true
     });

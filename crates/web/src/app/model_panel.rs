@@ -4,9 +4,10 @@
 use super::link::{phase_name, send};
 use super::state::{Loading, State};
 use super::{DEFAULT_MODEL, load};
-use crate::protocol::{ModelSource, ToWorker};
+use crate::protocol::{ModelSource, SYNTHETIC_CHOICES, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::meter::transfer;
+use tokscope_core::shaped::ShapeSpec;
 
 fn load_file(state: State, file: web_sys::File) {
     load(state, ModelSource::File { name: file.name() }, Some(&file));
@@ -32,6 +33,7 @@ fn progress_text(l: &Loading) -> String {
 pub fn ModelPanel(state: State) -> impl IntoView {
     let url = RwSignal::new(String::new());
     let dragging = RwSignal::new(false);
+    let synthetic = RwSignal::new(0usize);
     let fraction = move || {
         state
             .loading
@@ -88,6 +90,25 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                     prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
                 <button type="submit">"Load URL"</button>
                 <button type="button" on:click=move |_| load(state, ModelSource::Url(DEFAULT_MODEL.into()), None)>"Default model"</button>
+            </form>
+            <form class="row" on:submit=move |ev| {
+                ev.prevent_default();
+                let (shape, ty) = SYNTHETIC_CHOICES[synthetic.get_untracked()];
+                load(state, ModelSource::Synthetic { shape: shape.into(), ty: ty.into() }, None);
+            }>
+                <label for="model-synthetic">"Synthetic: speed only"</label>
+                <select id="model-synthetic" data-testid="model-synthetic"
+                    title="random weights with a real model's shapes: the real file's bytes per token, made here without a download; its text is noise"
+                    on:change=move |ev| synthetic.set(event_target_value(&ev).parse().unwrap_or(0))>
+                    {SYNTHETIC_CHOICES.iter().enumerate().map(|(i, (shape, ty))| {
+                        let spec = ShapeSpec::by_id(shape).expect("offered shapes exist");
+                        let size = tokscope_core::quant::GgmlType::from_name(ty)
+                            .and_then(|t| spec.file_bytes(t).ok())
+                            .map_or(String::new(), |b| format!(" ({:.0} MB)", b as f64 / 1e6));
+                        view! { <option value=i.to_string()>{format!("{} {ty}{size}", spec.name)}</option> }
+                    }).collect_view()}
+                </select>
+                <button type="submit" data-testid="model-synthetic-load">"Make and load"</button>
             </form>
             <details class="cache">
                 <summary>"Cached models"</summary>

@@ -141,6 +141,32 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
             .unwrap_or_else(|| "Loaded model (none yet)".into())
     };
     let has_probe = move || state.probe.get().is_some();
+    // The floor model of the running engine on this device: the probe's bandwidth and fixed
+    // costs, the engine's dispatches, the loaded model's bytes (GPU runs only).
+    let floor = Memo::new(move |_| {
+        let (m, p) = (state.model.get()?, state.probe.get()?);
+        let dispatches = m.backend.dispatches_per_token.filter(|_| m.backend.gpu)?;
+        crate::speed::floor_of(
+            m.bytes_per_token as f64,
+            p.read_gb_s,
+            dispatches,
+            p.dispatch_us,
+            p.round_trip_ms,
+        )
+    });
+    let floor_text = move || {
+        match floor.get() {
+        Some((inputs, f)) => {
+            let measured = state
+                .meter
+                .with(|x| x.mean_tok_s())
+                .and_then(|t| f.measured_sentence(t))
+                .unwrap_or_default();
+            format!("{} {measured}", inputs.sentence(&f))
+        }
+        None => "Run the speed check with the model on WebGPU to see this device's floor: bytes ÷ its bandwidth plus the fixed cost of every dispatch and of the read-back.".into(),
+    }
+    };
     let kv_share = move || {
         let e = e();
         100.0 * e.kv_bytes / e.bytes_per_step
@@ -197,6 +223,7 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
                     <dt>"Bound by"</dt><dd data-testid="roof-bound">{move || e().bound.as_str()}</dd>
                     <dt>"Arithmetic intensity"</dt><dd><span data-testid="roof-intensity">{move || format!("{:.2}", e().arithmetic_intensity)}</span>" FLOP/byte"
                         {move || e().ridge_point.map(|r| format!(" (ridge at {r:.0})"))}</dd>
+                    <dt>"Floor model (this device)"</dt><dd data-testid="roof-floor">{move || floor.get().map_or("–".into(), |(_, f)| format!("{:.1} tok/s (bandwidth alone: {:.1})", f.tok_s, f.ceiling_tok_s))}</dd>
                     <dt>"Measured MBU"</dt><dd data-testid="roof-mbu">{move || meas.get().mbu.map(|m| format!("{:.0} % of {} GB/s", 100.0 * m, settings.with(|s| s.bandwidth_gb_s)))
                         .unwrap_or_else(|| match state.model.get() {
                             Some(_) => "– (generate text to measure)".into(),
@@ -207,6 +234,7 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
                     <div class="weights" style:width=move || format!("{:.1}%", 100.0 - kv_share())></div>
                     <div class="kv" style:width=move || format!("{:.1}%", kv_share())></div>
                 </div>
+                <p class="explain" data-testid="roof-floor-sentence">{floor_text}</p>
                 <p class="caption"><span class="key weights"></span>" weights " <span data-testid="roof-weights">{move || bytes(e().weight_bytes)}</span>
                     " · " <span class="key kv"></span>" KV cache " <span data-testid="roof-kv">{move || bytes(e().kv_bytes)}</span></p>
             </div>

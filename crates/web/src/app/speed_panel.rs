@@ -80,6 +80,7 @@ pub fn result(state: State) -> Stage {
         gb_s: probe.map(|p| p.read_gb_s),
         dispatch_us: probe.map(|p| p.dispatch_us),
         round_trip_ms: probe.map(|p| p.round_trip_ms),
+        dispatches: m.backend.dispatches_per_token.filter(|_| probe.is_some()),
         tok_s,
         tokens,
         bytes_per_token: m.bytes_per_token,
@@ -89,6 +90,7 @@ pub fn result(state: State) -> Stage {
 #[component]
 fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
     let md = result.to_markdown();
+    let floor = result.floor();
     let shown = RwSignal::new(String::new());
     let note = RwSignal::new("");
     let opt = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |x| format!("{x:.digits$}"));
@@ -109,8 +111,12 @@ fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
                 <dt>"MBU"</dt><dd data-testid="speed-mbu">{result.mbu().map_or("– (no GPU probe on the CPU engine)".into(), |m| format!("{:.0} %", 100.0 * m))}</dd>
                 <dt>"Cost per dispatch"</dt><dd><span data-testid="speed-dispatch">{opt(result.dispatch_us, 1)}</span>" µs"</dd>
                 <dt>"Submit + read-back"</dt><dd><span data-testid="speed-round-trip">{opt(result.round_trip_ms, 2)}</span>" ms"</dd>
+                <dt>"Floor model"</dt><dd data-testid="speed-floor">{floor.map_or("– (needs the GPU probe)".into(), |(_, f)| format!("{:.1} tok/s: {:.3} ms of bytes + {:.3} ms of fixed cost a token", f.tok_s, f.bytes_s * 1e3, f.fixed_s * 1e3))}</dd>
                 <dt>"Among the presets"</dt><dd data-testid="speed-placement">{result.placement().unwrap_or_else(|| "–".into())}</dd>
             </dl>
+            {floor.map(|(inputs, f)| view! {
+                <p class="explain" data-testid="speed-floor-sentence">{inputs.sentence(&f)}" "{f.measured_sentence(result.tok_s).unwrap_or_default()}</p>
+            })}
             <div class="share">
                 <button data-testid="speed-copy-markdown" on:click=move |_| {
                     super::share::copy(&md, note);

@@ -100,6 +100,7 @@ impl Worker {
                 let file = file.ok_or("the picked file did not reach the worker")?;
                 (name.clone(), fetch::read_file(&file).await?)
             }
+            ModelSource::Synthetic { shape, ty } => synthetic(shape, ty)?,
         };
         Progress::new(Phase::Parse, None).report(0, true);
         let file_bytes = bytes.len() as u64;
@@ -163,6 +164,7 @@ impl Worker {
             gpu: false,
             label: "CPU (WASM)".into(),
             fallback_reason: Some(reason),
+            dispatches_per_token: None,
         };
         Ok((runner, backend))
     }
@@ -213,12 +215,17 @@ impl Worker {
             (true, false) => format!("WebGPU: {name}"),
             (false, false) => format!("WebGPU: {words} {name}"),
         };
+        let dispatches_per_token = match &runner {
+            Runner::Gpu(g) => Some(g.dispatches_per_token() as u32),
+            Runner::Cpu { .. } => None,
+        };
         Ok((
             runner,
             BackendInfo {
                 gpu: true,
                 label,
                 fallback_reason: None,
+                dispatches_per_token,
             },
         ))
     }
@@ -465,4 +472,14 @@ async fn list_cache() -> Result<(), String> {
         note: cache::usage_note().await,
     });
     Ok(())
+}
+
+/// A random-weight model with a real one's shapes, made here (no download): its name and bytes.
+fn synthetic(shape: &str, ty: &str) -> Result<(String, Vec<u8>), String> {
+    let known = || tokscope_core::shaped::SHAPES.map(|s| s.id).join(", ");
+    let spec = tokscope_core::shaped::ShapeSpec::by_id(shape)
+        .ok_or_else(|| format!("no synthetic shape {shape:?} (known: {})", known()))?;
+    let t = tokscope_core::quant::GgmlType::from_name(ty).ok_or_else(|| format!("{ty:?} is not a ggml type"))?;
+    Progress::new(Phase::Parse, None).report(0, true);
+    Ok((format!("synthetic {} {t}", spec.name), spec.build(t, 1)?))
 }
