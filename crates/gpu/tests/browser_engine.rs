@@ -18,7 +18,7 @@ use wasm_bindgen_test::*;
 
 #[path = "common/compare.rs"]
 mod compare;
-use compare::{TOKENS, assert_logits_close, tiny_model};
+use compare::{LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, tiny_model};
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
@@ -83,5 +83,35 @@ async fn chunked_prefill_and_batched_decode_match_the_cpu_engine() {
     for (s, (cpu, t)) in cpus.iter_mut().zip([7, 8]).enumerate() {
         let want = cpu.decode(t).unwrap().to_vec();
         assert_logits_close(GgmlType::Q4_1, s, &got[s].clone().into_logits(), &want);
+    }
+}
+
+/// Attention split across workgroups in the browser (native: engine_vs_cpu.rs), then the top-k
+/// of the last logits for k = 40 against their sorted order.
+#[wasm_bindgen_test]
+async fn long_contexts_and_top_k_match_the_cpu_engine() {
+    let ctx = Arc::new(GpuContext::new().await.unwrap());
+    for shape in LONG_SHAPES {
+        let model = long_context_model(shape);
+        let prompt = long_prompt();
+        let mut cpu = CpuEngine::new(model.clone(), 700).unwrap();
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 700, |_, _| {}).unwrap();
+        let want = cpu.prefill(&prompt).unwrap().to_vec();
+        gpu.submit_prefill(&prompt, Want::Logits).unwrap();
+        let got = gpu.read_async().await.unwrap().into_logits();
+        assert_logits_close(GgmlType::F32, 0, &got, &want);
+        gpu.submit(TOKENS[0], Want::Logits).unwrap();
+        let logits = gpu.read_async().await.unwrap().into_logits();
+        let want = cpu.decode(TOKENS[0]).unwrap().to_vec();
+        assert_logits_close(GgmlType::F32, 1, &logits, &want);
+        // The same step again from a fresh engine, for its top 40.
+        let mut top = GpuEngine::new(ctx.clone(), long_context_model(shape), 700, |_, _| {}).unwrap();
+        top.submit_prefill(&prompt, Want::Top(1)).unwrap();
+        top.read_async().await.unwrap();
+        top.submit(TOKENS[0], Want::Top(40)).unwrap();
+        let got = top.read_async().await.unwrap().into_top();
+        let mut order: Vec<(f32, u32)> = logits.iter().enumerate().map(|(j, &v)| (v, j as u32)).collect();
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        assert_eq!(got, order[..40]);
     }
 }

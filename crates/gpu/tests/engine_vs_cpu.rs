@@ -6,7 +6,7 @@ mod common;
 #[path = "common/compare.rs"]
 mod compare;
 
-use compare::{TOKENS, assert_logits_close, tiny_model};
+use compare::{LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, tiny_model};
 
 use std::sync::Arc;
 use tokscope_core::cpu::CpuEngine;
@@ -140,26 +140,14 @@ fn batch_errors_are_named() {
 /// pass has several shares per head, each longer than a workgroup, with a head narrower than
 /// the attention workgroup (positions side by side in the weighted sum where the workgroup is
 /// wider) and one wider (several dimensions per invocation); logits against the CPU engine
-/// while decoding on.
-/// F32 layers: with quantized ones, the attention output is rounded to 8-bit blocks before the
-/// output projection, and over 600 positions a value or two lands on the other side of a
-/// rounding step in one engine (Q4_1: 8e-4 of the logits' scale, with one share or four alike),
-/// which tests the rounding, not the attention.
+/// while decoding on (compare.rs's `LONG_SHAPES`).
 #[test]
 fn long_contexts_match_cpu_engine_across_attention_shares() {
     let Some(ctx) = common::gpu() else { return };
     let ctx = Arc::new(ctx);
-    for (d_model, n_heads, n_kv_heads) in [(64, 4, 2), (256, 2, 1)] {
-        let spec = TinyLlama {
-            d_model,
-            n_heads,
-            n_kv_heads,
-            context_length: 1024,
-            weight_type: GgmlType::F32,
-            ..Default::default()
-        };
-        let model = Arc::new(Model::load(spec.build()).unwrap());
-        let prompt: Vec<u32> = (0..600u32).map(|i| (i * 131 + 7) % 260).collect();
+    for shape in LONG_SHAPES {
+        let model = long_context_model(shape);
+        let prompt = long_prompt();
         let mut cpu = CpuEngine::new(model.clone(), 700).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 700, |_, _| {}).unwrap();
         let want = cpu.prefill(&prompt).unwrap().to_vec();

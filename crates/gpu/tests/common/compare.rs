@@ -19,6 +19,31 @@ pub fn tiny_model(ty: GgmlType) -> Arc<Model<Vec<u8>>> {
     Arc::new(Model::load(spec.build()).unwrap())
 }
 
+/// Shapes (d_model, heads, KV heads) for attention split across workgroups: a head narrower
+/// than the attention workgroup (16) and one wider (128), with a 1,024-token context.
+/// F32 layers: with quantized ones, the attention output is rounded to 8-bit blocks before the
+/// output projection, and over hundreds of positions a value or two lands on the other side of
+/// a rounding step in one engine (Q4_1: 8e-4 of the logits' scale, with one share or four
+/// alike), which tests the rounding, not the attention.
+pub const LONG_SHAPES: [(usize, usize, usize); 2] = [(64, 4, 2), (256, 2, 1)];
+
+pub fn long_context_model((d_model, n_heads, n_kv_heads): (usize, usize, usize)) -> Arc<Model<Vec<u8>>> {
+    let spec = TinyLlama {
+        d_model,
+        n_heads,
+        n_kv_heads,
+        context_length: 1024,
+        weight_type: GgmlType::F32,
+        ..Default::default()
+    };
+    Arc::new(Model::load(spec.build()).unwrap())
+}
+
+/// 600 tokens: several attention workgroups' worth of positions on every adapter.
+pub fn long_prompt() -> Vec<u32> {
+    (0..600u32).map(|i| (i * 131 + 7) % 260).collect()
+}
+
 /// Both engines round activations to the same 8-bit blocks for quantized weights, so only f32
 /// summation order differs: logits agree within 1e-4 of their scale.
 pub fn assert_logits_close(ty: GgmlType, step: usize, got: &[f32], want: &[f32]) {
