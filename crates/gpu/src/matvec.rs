@@ -49,9 +49,19 @@ pub fn source(subgroups: bool) -> String {
 pub fn subgroups_for(ctx: &GpuContext, shape: Shape) -> bool {
     shape.lanes > 1 && ctx.features.contains(wgpu::Features::SUBGROUP) && ctx.info.subgroup_min_size >= shape.lanes
 }
-/// The most input values a matvec workgroup stages in workgroup memory, all its columns
-/// together (matvec.wgsl's `MAX_COLS`).
+/// The most input values a column tile (several columns per workgroup) stages, all its columns
+/// together (matvec.wgsl's `MAX_COLS`: its arrays' default lengths); one column may stage up to
+/// [`widest_row`].
 pub const MAX_COLS: usize = 8192;
+/// The widest quantized row a one-column matvec stages on a device with `workgroup_bytes` of
+/// workgroup memory: an int8 per value and two f32 per block of 32 (1.25 bytes a value) beside
+/// `red`. WebGPU guarantees 16 KiB (11,456 values); GPUs offer 32–64 KiB, enough for Llama
+/// 3.1 8B's 14,336-wide down projection (column tiles stay within [`MAX_COLS`]).
+pub fn widest_row(workgroup_bytes: u32) -> usize {
+    let bytes = (workgroup_bytes as usize).saturating_sub(RED_FLOATS as usize * 4);
+    bytes * 4 / 5 / 32 * 32
+}
+
 /// Columns (tokens) one pass computes at most: a prefill chunk, or one token of each sequence
 /// (matvec.wgsl's and ops.wgsl's `MAX_N`).
 pub const MAX_COLUMNS: usize = 32;
@@ -142,11 +152,12 @@ pub struct GpuMatrix {
 impl GpuMatrix {
     pub fn upload(ctx: &GpuContext, name: &str, packed: &Packed) -> Result<Self, GpuError> {
         ctx.check_binding(name, packed.n_bytes())?;
-        if packed.ty.is_quantized() && packed.cols > MAX_COLS {
+        let widest = widest_row(ctx.limits.max_compute_workgroup_storage_size);
+        if packed.ty.is_quantized() && packed.cols > widest {
             return Err(GpuError::TooWide {
                 tensor: name.into(),
                 cols: packed.cols,
-                max: MAX_COLS,
+                max: widest,
             });
         }
         // Whole 16-byte words, for the kernels' vec4 view of the same buffer (copied only when
@@ -593,6 +604,15 @@ mod tests {
         ] {
             assert!(SHADER.contains(&line), "{line}");
         }
+    }
+
+    #[test]
+    fn rows_as_wide_as_workgroup_memory_allows() {
+        // 16 KiB: 16,384 − 2,048 bytes of `red`, 1.25 bytes a value, whole blocks.
+        assert_eq!(widest_row(16384), 11456);
+        assert!(11456 * 5 / 4 + RED_FLOATS as usize * 4 <= 16384);
+        assert!(widest_row(32768) >= 14336);
+        assert_eq!(widest_row(1000), 0);
     }
 
     #[test]

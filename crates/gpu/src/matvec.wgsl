@@ -92,8 +92,9 @@ const MAX_R: u32 = 8u;
 const MAX_WG: u32 = 64u;
 const MAX_NC: u32 = 8u;
 const MAX_RC: u32 = 64u;  // MAX_R × MAX_NC
-// The most input values staged in workgroup memory, all of a workgroup's columns together
-// (checked at load: 12 KB of the 16 KB WebGPU guarantees).
+// The most input values a column tile stages, all its columns together (12 KB of the 16 KB
+// WebGPU guarantees); one column may stage more where the device's workgroup memory allows
+// (matvec.rs's `widest_row`), its arrays sized by the overrides below.
 const MAX_COLS: u32 = 8192u;
 // The workgroup arrays' lengths, set per pipeline (matvec.rs) to what its matrix stages: a
 // browser zeroes every workgroup variable at the start of every workgroup (WebGPU requires it),

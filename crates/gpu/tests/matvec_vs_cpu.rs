@@ -14,7 +14,7 @@ mod common;
 
 use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows, quantize_row};
 use tokscope_gpu::GpuContext;
-use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step, subgroups_for};
+use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step, subgroups_for, widest_row};
 use tokscope_gpu::readback::read_f32;
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
@@ -175,39 +175,105 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
                 let packed = repack(ty, rows, cols, &bytes, shape.rows as usize).unwrap();
                 let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();
                 for case in [Case::Store, Case::NormAdd, Case::SwiGlu] {
-                    let out_rows = if let Case::SwiGlu = case { rows / 2 } else { rows };
-                    if out_rows * 2 != rows && matches!(case, Case::SwiGlu) {
-                        continue;
-                    }
-                    let y0 = values(n * out_rows, 4);
-                    let v = Vectors { x: &x, g: &g, y0: &y0 };
-                    let got = gpu_matvec(&ctx, &mut kernels, &m, &v, case, n);
-                    let (mut want, mut magnitude) = (vec![], vec![]);
-                    for j in 0..n {
-                        let column = Vectors {
-                            x: &x[j * cols..(j + 1) * cols],
-                            g: &g,
-                            y0: &y0[j * out_rows..(j + 1) * out_rows],
-                        };
-                        let (w, m) = cpu_matvec(ty, rows, cols, &bytes, &column, case);
-                        want.extend(w);
-                        magnitude.extend(m);
-                    }
-                    let (mut worst, mut worst_at) = (0f64, 0);
-                    for r in 0..n * out_rows {
-                        // f32 accumulation over `cols` terms in a different order; the CPU's
-                        // RMSNorm is computed in f64 here, the GPU's in f32.
-                        let err = (got[r] as f64 - want[r] as f64).abs() / (magnitude[r] + 1e-6);
-                        if err > worst {
-                            (worst, worst_at) = (err, r);
-                        }
-                    }
-                    assert!(
-                        worst < 2e-5,
-                        "{shape:?} (subgroups {subgroups}) {ty} {rows}x{cols} ×{n} {case:?}: relative error {worst:e} at output {worst_at}: {} vs {}",
-                        got[worst_at],
-                        want[worst_at]
+                    let label = format!("{shape:?} (subgroups {subgroups})");
+                    check(
+                        &ctx,
+                        &mut kernels,
+                        &m,
+                        (ty, rows, cols, &bytes),
+                        (&x, &g),
+                        case,
+                        n,
+                        &label,
                     );
+                }
+            }
+        }
+    }
+}
+
+/// One call on the GPU against the CPU for every output column: `w` is (type, rows, cols, GGUF
+/// bytes), `xg` the inputs and the norm weight.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    ctx: &GpuContext,
+    kernels: &mut MatvecKernels,
+    m: &GpuMatrix,
+    (ty, rows, cols, bytes): (GgmlType, usize, usize, &[u8]),
+    (x, g): (&[f32], &[f32]),
+    case: Case,
+    n: usize,
+    label: &str,
+) {
+    let out_rows = if let Case::SwiGlu = case { rows / 2 } else { rows };
+    if out_rows * 2 != rows && matches!(case, Case::SwiGlu) {
+        return;
+    }
+    let y0 = values(n * out_rows, 4);
+    let v = Vectors { x, g, y0: &y0 };
+    let got = gpu_matvec(ctx, kernels, m, &v, case, n);
+    let (mut want, mut magnitude) = (vec![], vec![]);
+    for j in 0..n {
+        let column = Vectors {
+            x: &x[j * cols..(j + 1) * cols],
+            g,
+            y0: &y0[j * out_rows..(j + 1) * out_rows],
+        };
+        let (w, m) = cpu_matvec(ty, rows, cols, bytes, &column, case);
+        want.extend(w);
+        magnitude.extend(m);
+    }
+    let (mut worst, mut worst_at) = (0f64, 0);
+    for r in 0..n * out_rows {
+        // f32 accumulation over `cols` terms in a different order; the CPU's RMSNorm is
+        // computed in f64 here, the GPU's in f32.
+        let err = (got[r] as f64 - want[r] as f64).abs() / (magnitude[r] + 1e-6);
+        if err > worst {
+            (worst, worst_at) = (err, r);
+        }
+    }
+    assert!(
+        worst < 2e-5,
+        "{label} {ty} {rows}x{cols} ×{n} {case:?}: relative error {worst:e} at output {worst_at}: {} vs {}",
+        got[worst_at],
+        want[worst_at]
+    );
+}
+
+/// A row wider than a column tile (Llama 3.1 8B's down projection: 14,336 values) is staged in
+/// one column where the device's workgroup memory holds it, and refused by name where not.
+#[test]
+fn wide_rows_stage_where_the_device_allows() {
+    let Some(ctx) = common::gpu() else { return };
+    let (rows, cols) = (6, 14336);
+    let shape = Shape::for_device(ctx.info.device_type);
+    let mut kernels = MatvecKernels::with_shape(&ctx, shape);
+    let widest = widest_row(ctx.limits.max_compute_workgroup_storage_size);
+    println!("widest row staged here: {widest}");
+    let (x, g) = (values(2 * cols, 1), values(cols, 3));
+    for ty in [GgmlType::Q4_0, GgmlType::Q8_0] {
+        let bytes = quantize_row(ty, &values(rows * cols, 2)).unwrap();
+        let packed = repack(ty, rows, cols, &bytes, shape.rows as usize).unwrap();
+        match GpuMatrix::upload(&ctx, "blk.0.ffn_down.weight", &packed) {
+            Err(e) => {
+                assert!(cols > widest, "{e}");
+                assert!(e.to_string().contains("blk.0.ffn_down.weight"), "{e}");
+            }
+            Ok(m) => {
+                assert!(cols <= widest);
+                for n in [1, 2] {
+                    for case in [Case::Store, Case::NormAdd] {
+                        check(
+                            &ctx,
+                            &mut kernels,
+                            &m,
+                            (ty, rows, cols, &bytes),
+                            (&x, &g),
+                            case,
+                            n,
+                            "wide",
+                        );
+                    }
                 }
             }
         }
