@@ -31,13 +31,32 @@ pub struct ShapeSpec {
     pub rope_base: f32,
     /// The output head is the token embedding (no `output.weight`).
     pub tied: bool,
+    /// The embedding's (and a tied head's) type in the reference file, where it is not the
+    /// matrices' own (SmolLM2's Q4_1 file keeps them at Q8_0).
+    pub embd: Option<GgmlType>,
     /// Where the figures come from.
     pub source: &'static str,
 }
 
 /// Llama 3.2 1B, Llama 3.1 8B and Qwen2.5 0.5B (written as the llama architecture: Qwen's
-/// Q/K/V biases are left out, 0.05 % of its bytes), plus a tiny shape for tests.
-pub const SHAPES: [ShapeSpec; 4] = [
+/// Q/K/V biases are left out, 0.05 % of its bytes), SmolLM2 135M (the default model, for GPU
+/// machines that cannot fetch it), plus a tiny shape for tests.
+pub const SHAPES: [ShapeSpec; 5] = [
+    ShapeSpec {
+        id: "smollm2-135m",
+        name: "SmolLM2 135M",
+        layers: 30,
+        d_model: 576,
+        heads: 9,
+        kv_heads: 3,
+        ffn: 1536,
+        vocab: 49_152,
+        context: 8192,
+        rope_base: 100_000.0,
+        tied: true,
+        embd: Some(GgmlType::Q8_0),
+        source: "HuggingFaceTB/SmolLM2-135M-Instruct config.json; its Q4_1 GGUF keeps the embedding at Q8_0",
+    },
     ShapeSpec {
         id: "llama-3.2-1b",
         name: "Llama 3.2 1B",
@@ -50,6 +69,7 @@ pub const SHAPES: [ShapeSpec; 4] = [
         context: 131_072,
         rope_base: 500_000.0,
         tied: true,
+        embd: None,
         source: "meta-llama/Llama-3.2-1B config.json (Hugging Face)",
     },
     ShapeSpec {
@@ -64,6 +84,7 @@ pub const SHAPES: [ShapeSpec; 4] = [
         context: 131_072,
         rope_base: 500_000.0,
         tied: false,
+        embd: None,
         source: "meta-llama/Llama-3.1-8B config.json (Hugging Face)",
     },
     ShapeSpec {
@@ -78,6 +99,7 @@ pub const SHAPES: [ShapeSpec; 4] = [
         context: 32_768,
         rope_base: 1_000_000.0,
         tied: true,
+        embd: None,
         source: "Qwen/Qwen2.5-0.5B config.json (Hugging Face)",
     },
     ShapeSpec {
@@ -92,6 +114,7 @@ pub const SHAPES: [ShapeSpec; 4] = [
         context: 512,
         rope_base: 10_000.0,
         tied: false,
+        embd: None,
         source: "tokscope's own, for tests",
     },
 ];
@@ -112,10 +135,10 @@ impl ShapeSpec {
     }
 
     /// Every tensor: (name, rows, cols, type). Norms are F32; every matrix is `ty`, the token
-    /// embedding and output head included.
+    /// embedding and output head included unless the shape names the embedding's own type.
     fn tensors(&self, ty: GgmlType) -> Vec<(String, usize, usize, GgmlType)> {
         let (d, kv, f) = (self.d_model, self.kv_heads * self.head_dim(), self.ffn);
-        let mut t = vec![("token_embd.weight".to_string(), self.vocab, d, ty)];
+        let mut t = vec![("token_embd.weight".to_string(), self.vocab, d, self.embd.unwrap_or(ty))];
         for i in 0..self.layers {
             let n = |p: &str| format!("blk.{i}.{p}.weight");
             t.extend([
@@ -211,7 +234,7 @@ impl ShapeSpec {
         out.write_all(&header)?;
         let mut written = header.len() as u64;
         let mut rng = Rng(seed);
-        let mut pool: Option<(usize, Pool)> = None;
+        let mut pool: Option<((GgmlType, usize), Pool)> = None;
         let mut at = 0usize;
         for (((_, rows, cols, t), &size), &offset) in self.tensors(ty).iter().zip(&sizes).zip(&offsets) {
             let pad = offset - at;
@@ -222,9 +245,9 @@ impl ShapeSpec {
                 let v: Vec<f32> = (0..*cols).map(|_| 1.0 + 0.1 * rng.next_f32()).collect();
                 quantize_row(*t, &v).map_err(io::Error::other)?
             } else {
-                // One pool per matrix width (the scale is 1/√cols), kept while the width repeats.
-                if pool.as_ref().is_none_or(|(c, _)| c != cols) {
-                    pool = Some((*cols, Pool::new(*t, *cols, &mut rng)?));
+                // One pool per type and width (the scale is 1/√cols), kept while they repeat.
+                if pool.as_ref().is_none_or(|(key, _)| *key != (*t, *cols)) {
+                    pool = Some(((*t, *cols), Pool::new(*t, *cols, &mut rng)?));
                 }
                 let (_, p) = pool.as_ref().expect("made above");
                 p.fill(size, &mut rng)
@@ -299,6 +322,16 @@ mod tests {
         };
         assert_eq!(p("llama-3.2-1b"), 1_235_814_400);
         assert_eq!(p("qwen2.5-0.5b"), 494_032_768 - 24 * 1152);
+        // SmolLM2 135M at Q4_1 with its Q8_0 embedding: the default file's 134.5 M parameters
+        // and 96,576,768 tensor bytes (`tokscope inspect --json` on it).
+        let smol = ShapeSpec::by_id("smollm2-135m").unwrap();
+        assert_eq!(p("smollm2-135m"), 134_515_008);
+        let data: u64 = smol
+            .tensors(GgmlType::Q4_1)
+            .iter()
+            .map(|(_, r, c, t)| t.bytes_for((r * c) as u64).unwrap())
+            .sum();
+        assert_eq!(data, 96_576_768, "{data}");
     }
 
     #[test]
@@ -327,9 +360,26 @@ mod tests {
         assert_eq!(s.build(GgmlType::Q4_0, 1), s.build(GgmlType::Q4_0, 1));
     }
 
+    /// An embedding of another type than the matrices, at the same width (SmolLM2's Q8_0 beside
+    /// Q4_1): each tensor's blocks come from a pool of its own type.
+    #[test]
+    fn an_embedding_of_its_own_type_gives_finite_logits() {
+        let s = ShapeSpec {
+            embd: Some(GgmlType::Q8_0),
+            tied: true,
+            ..*ShapeSpec::by_id("tiny").unwrap()
+        };
+        let g = Gguf::parse(s.build(GgmlType::Q4_1, 3).unwrap()).unwrap();
+        let model = std::sync::Arc::new(Model::from_gguf(g).unwrap());
+        let mut e = crate::cpu::CpuEngine::new(model, 8).unwrap();
+        for t in [5, 6, 7] {
+            assert!(e.decode(t).unwrap().iter().all(|x| x.is_finite()));
+        }
+    }
+
     #[test]
     fn unsupported_types_are_refused_by_name() {
-        let e = SHAPES[3].build(GgmlType::Q6_K, 1).unwrap_err();
+        let e = ShapeSpec::by_id("tiny").unwrap().build(GgmlType::Q6_K, 1).unwrap_err();
         assert!(e.contains("Q6_K") && e.contains("Q4_1"), "{e}");
     }
 }
