@@ -81,6 +81,7 @@ fn main() {
                             step: &step,
                             head: false,
                             combine: None,
+                            out_rows: None,
                         },
                     )
                 })

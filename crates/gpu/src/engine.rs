@@ -15,10 +15,11 @@
 //! 4. RMSNorm → gate·up (rows interleaved) → SwiGLU;
 //! 5. down projection, added into the residual stream;
 //!
-//! then RMSNorm → output head, and top-k of the logits: 5 × layers + 2.
+//! then RMSNorm → output head, and top-k of the logits: 5 × layers + 2 (an output head larger
+//! than one binding takes one dispatch per row slice).
 
 use crate::fused::fuse;
-use crate::matvec::{Epilogue, GpuMatrix, MAX_COLUMNS, MatvecCall, MatvecIo, MatvecKernels, Shares, Step};
+use crate::matvec::{Epilogue, GpuMatrix, MAX_COLUMNS, MatvecCall, MatvecIo, MatvecKernels, Shares, Step, row_slices};
 use crate::readback::Staging;
 use crate::repack::repack;
 use crate::{GpuContext, GpuError};
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use tokscope_core::cpu::EngineError;
 use tokscope_core::cpu::ops::rope_table;
 use tokscope_core::model::{Model, Weight};
+use tokscope_core::quant::GgmlType;
 use wgpu::util::DeviceExt;
 
 pub const OPS_SHADER: &str = include_str!("ops.wgsl");
@@ -142,6 +144,8 @@ pub struct GpuEngine<B> {
     attention: wgpu::ComputePipeline,
     top_k: wgpu::ComputePipeline,
     dispatches: Vec<Dispatch>,
+    /// The layers' dispatches (the rest: the head's slices and top-k).
+    layer_dispatches: usize,
     x: wgpu::Buffer,
     logits: wgpu::Buffer,
     candidates: wgpu::Buffer,
@@ -278,14 +282,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let total: u64 = model.desc.weights().iter().map(|w| w.n_bytes()).sum();
         let mut done = 0u64;
         let group = matvec.shape().rows as usize;
+        // Repacks rows `rows` of a (fused) matrix and uploads them, counting their bytes done.
+        let mut put = |name: &str, ty: GgmlType, cols: usize, bytes: &[u8], rows: std::ops::Range<usize>| {
+            let row_bytes = ty.bytes_for(cols as u64).expect("whole blocks") as usize;
+            let part = &bytes[rows.start * row_bytes..rows.end * row_bytes];
+            let packed = repack(ty, rows.len(), cols, part, group).map_err(GpuError::from)?;
+            let m = GpuMatrix::upload(&ctx, name, &packed)?;
+            done += part.len() as u64;
+            progress(done.min(total), total);
+            Ok::<_, GpuEngineError>(m)
+        };
         let mut upload = |name: &str, parts: &[&Weight], interleave: bool| -> Result<GpuMatrix, GpuEngineError> {
             let (ty, bytes) = fuse(&model, parts, interleave);
             let rows = parts.iter().map(|w| w.rows).sum();
-            let packed = repack(ty, rows, parts[0].cols, &bytes, group).map_err(GpuError::from)?;
-            let m = GpuMatrix::upload(&ctx, name, &packed)?;
-            done += parts.iter().map(|w| w.n_bytes()).sum::<u64>();
-            progress(done.min(total), total);
-            Ok(m)
+            put(name, ty, parts[0].cols, &bytes, 0..rows)
         };
         let shape_buf = |cache_at: usize, rows: usize| {
             let s = Shape {
@@ -343,6 +353,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 step,
                 head: false,
                 combine: None,
+                out_rows: None,
             }
         }
         let mut mv = |m: &GpuMatrix, io: MatvecIo<'_>| Dispatch::Matvec(matvec.bind(&ctx, m, io));
@@ -387,13 +398,31 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             dispatches.push(mv(&wgu, io(&x, &h, Some((&ffn_norm, eps)), Epilogue::SwiGlu, &step)));
             dispatches.push(mv(&wd, io(&h, &x, None, Epilogue::Add, &step)));
         }
+        let layer_dispatches = dispatches.len();
         let out_norm = table(&model.dequantized(&model.desc.output_norm));
-        let head = upload(&model.desc.output.name, &[&model.desc.output], false)?;
-        let head_io = MatvecIo {
-            head: true,
-            ..io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step)
-        };
-        dispatches.push(mv(&head, head_io));
+        // The output head in row slices that each fit one binding (a 128k or 262k vocabulary
+        // can exceed a device's 128 MiB), one dispatch each, writing its rows of the logits.
+        let w = &model.desc.output;
+        let (ty, bytes) = fuse(&model, &[w], false);
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        let row_bytes = ty.bytes_for(w.cols as u64).expect("whole blocks") as usize;
+        let slices = row_slices(w.rows, row_bytes, group, limit);
+        for rows in slices.iter().cloned() {
+            let name = match slices.len() {
+                1 => w.name.clone(),
+                _ => format!("{} rows {}..{}", w.name, rows.start, rows.end),
+            };
+            let head = put(&name, ty, w.cols, &bytes, rows.clone())?;
+            let head_io = MatvecIo {
+                head: true,
+                out_rows: Some((rows.start, w.rows)),
+                ..io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step)
+            };
+            dispatches.push(mv(&head, head_io));
+        }
         let shape = shape_buf(0, c.vocab_size);
         dispatches.push(Dispatch::TopK(bind(
             &top_k,
@@ -410,6 +439,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             attention,
             top_k,
             dispatches,
+            layer_dispatches,
             x,
             logits,
             candidates,
@@ -572,16 +602,15 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// One pass over `cols`, its result (from column `head.0` on) copied for read-back.
     fn submit_columns(&mut self, cols: &[(usize, u32)], head: Option<(usize, Want)>) -> Result<(), GpuEngineError> {
         let columns = self.prepare(cols, head)?;
-        let layers = match head {
+        let upto = match head {
             Some(_) => self.dispatches.len(),
-            None => self.dispatches.len() - 2,
+            None => self.layer_dispatches,
         };
-        let n = self.dispatches.len();
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            for (i, d) in self.dispatches[..layers].iter().enumerate() {
-                self.record(&mut pass, d, columns, i + 2 >= n);
+            for (i, d) in self.dispatches[..upto].iter().enumerate() {
+                self.record(&mut pass, d, columns, i >= self.layer_dispatches);
             }
         }
         if let Some((_, want)) = head {
@@ -747,7 +776,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                         end_of_pass_write_index: Some((2 * i + 1) as u32),
                     }),
                 });
-                self.record(&mut pass, d, columns, i + 2 >= n);
+                self.record(&mut pass, d, columns, i >= self.layer_dispatches);
             }
             enc.resolve_query_set(&set, 0..(2 * n) as u32, &resolve, 0);
             self.ctx.queue.submit([enc.finish()]);
@@ -762,7 +791,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 let mut enc = self.ctx.device.create_command_encoder(&Default::default());
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
-                    self.record(&mut pass, d, columns, i + 2 >= n);
+                    self.record(&mut pass, d, columns, i >= self.layer_dispatches);
                 }
                 let start = std::time::Instant::now();
                 self.ctx.queue.submit([enc.finish()]);
@@ -779,8 +808,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.pending = Some((want, 1));
         let mut classes: Vec<ClassTime> = Vec::new();
         for (i, (d, s)) in self.dispatches.iter().zip(secs).enumerate() {
-            // The last two dispatches are the head's matvec and its top-k.
-            let class = d.class(i + 2 >= n);
+            let class = d.class(i >= self.layer_dispatches);
             match classes.iter_mut().find(|c| c.class == class) {
                 Some(c) => {
                     c.dispatches += 1;

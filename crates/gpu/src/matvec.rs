@@ -99,7 +99,8 @@ struct Params {
     head: u32,
     max_splits: u32,
     ml_at: u32,
-    _pad: [u32; 2],
+    y_rows: u32,
+    y_at: u32,
 }
 
 /// The per-pass uniform every kernel reads: its columns (tokens), where each one's K and V go
@@ -219,6 +220,19 @@ pub struct MatvecIo<'a> {
     pub head: bool,
     /// `x` holds attention's partial shares, combined as the input is staged.
     pub combine: Option<Shares>,
+    /// `(first row, rows of the whole output)` when the matrix is a row slice of a larger one
+    /// (an output head too big for one binding): its rows land at that offset of each column.
+    pub out_rows: Option<(usize, usize)>,
+}
+
+/// Row ranges of a `rows` × `row_bytes` matrix, each a whole number of `group`-row groups whose
+/// repacked bytes fit one binding of `limit` bytes: the slices an output head too big for one
+/// binding is split into (one dispatch each), where the buffer itself would fit.
+pub fn row_slices(rows: usize, row_bytes: usize, group: usize, limit: u64) -> Vec<std::ops::Range<usize>> {
+    // Repacking pads the last group to `group` rows and the words to 16 bytes.
+    let room = (limit as usize).saturating_sub(group * row_bytes + 16);
+    let per = (room / row_bytes.max(1) / group * group).max(group);
+    (0..rows).step_by(per).map(|a| a..(a + per).min(rows)).collect()
 }
 
 /// Where attention leaves its partial shares (ops.wgsl's `attention`): per (column, head),
@@ -512,7 +526,8 @@ impl MatvecKernels {
             head: io.head as u32,
             max_splits: io.combine.map_or(0, |c| c.max_splits as u32),
             ml_at: io.combine.map_or(0, |c| c.ml_at as u32),
-            _pad: [0; 2],
+            y_rows: io.out_rows.map_or(m.rows, |(_, of)| of) as u32,
+            y_at: io.out_rows.map_or(0, |(at, _)| at) as u32,
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("matvec params"),
@@ -604,6 +619,22 @@ mod tests {
         ] {
             assert!(SHADER.contains(&line), "{line}");
         }
+    }
+
+    #[test]
+    fn row_slices_fit_the_binding() {
+        // Llama 3.1 8B's Q4_0 head: 128,256 rows of 2,304 bytes, 134,217,728-byte bindings.
+        let s = row_slices(128_256, 2304, 8, 134_217_728);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0], 0..58_240);
+        assert_eq!(s.last().unwrap().end, 128_256);
+        for r in &s {
+            assert!(r.start.is_multiple_of(8));
+            assert!(((r.len().next_multiple_of(8) * 2304 + 16) as u64) <= 134_217_728);
+        }
+        // Everything in one binding when it fits; at least one row group when nothing does.
+        assert_eq!(row_slices(100, 64, 8, 1 << 20), vec![0..100]);
+        assert_eq!(row_slices(20, 1000, 8, 10), vec![0..8, 8..16, 16..20]);
     }
 
     #[test]

@@ -48,8 +48,10 @@ struct Params {
     // COMBINE: attention's shares per head in x, and the first vec4 of their (max, sum) records.
     max_splits: u32,
     ml_at: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Column oc's row r is stored at oc · y_rows + y_at + r (modes 0 and 1): a matrix that is
+    // a row slice of a larger output (an output head split across bindings) writes its part.
+    y_rows: u32,
+    y_at: u32,
 }
 
 // Columns one pass computes at most (engine.rs's MAX_COLUMNS).
@@ -292,7 +294,7 @@ fn put(oc: u32, row: u32, v: f32) {
     if (row >= p.rows) {
         return;
     }
-    let at = oc * p.rows + row;
+    let at = oc * p.y_rows + p.y_at + row;
     if (p.mode == 1u) {
         y[at] += v;
     } else {

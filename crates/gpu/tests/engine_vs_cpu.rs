@@ -178,3 +178,31 @@ fn top_k_is_the_highest_logits_in_order() {
         assert_eq!(top.decode_top(t, k).unwrap(), want[..k], "k = {k}");
     }
 }
+
+/// An output head larger than one binding (a 128k or 262k vocabulary on a 128 MiB device) runs
+/// in row slices, one dispatch each: here a 34 KB F16 head under a 16 KiB binding limit (every
+/// other buffer of the tiny model fits it), logits and top-k against the CPU engine.
+#[test]
+fn an_output_head_larger_than_a_binding_runs_in_slices() {
+    let Some(mut ctx) = common::gpu() else { return };
+    ctx.limits.max_storage_buffer_binding_size = 16 * 1024;
+    let ctx = Arc::new(ctx);
+    let spec = TinyLlama {
+        embd_type: GgmlType::F16,
+        tied_output: true,
+        ..Default::default()
+    };
+    let model = Arc::new(Model::load(spec.build()).unwrap());
+    let head_bytes = model.desc.output.n_bytes();
+    assert!(head_bytes > 2 * 16 * 1024, "{head_bytes}");
+    let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+    let mut gpu = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
+    // 3 slices: two more dispatches than one head.
+    assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2 + 2);
+    for (i, &t) in TOKENS[..4].iter().enumerate() {
+        let want = cpu.decode(t).unwrap().to_vec();
+        assert_logits_close(GgmlType::F16, i, &gpu.decode(t).unwrap(), &want);
+    }
+    let top = gpu.decode_top(TOKENS[4], 3).unwrap();
+    assert_eq!(top[0].1, argmax(cpu.decode(TOKENS[4]).unwrap()));
+}

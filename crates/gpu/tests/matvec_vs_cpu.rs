@@ -82,6 +82,7 @@ fn gpu_matvec(
             step: &step,
             head: false,
             combine: None,
+            out_rows: None,
         },
     );
     let mut enc = ctx.device.create_command_encoder(&Default::default());
