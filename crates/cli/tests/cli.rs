@@ -192,14 +192,14 @@ fn bad_inputs_give_one_clear_line() {
         "unsupported architecture \"mamba\"",
     );
 
-    let q5 = {
+    let iq4 = {
         let mut w = TinyLlama::default().writer();
         let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.attn_v.weight").unwrap();
-        t.ty = GgmlType::Q5_1;
-        t.data = vec![0; 32 * 2 * 24];
-        tmp("q5.gguf", &w.to_bytes())
+        t.ty = GgmlType::IQ4_NL;
+        t.data = vec![0; 32 * 2 * 18];
+        tmp("iq4_nl.gguf", &w.to_bytes())
     };
-    assert_clean_error(&generate(&q5, &["--prompt", "x"]), "Q5_1");
+    assert_clean_error(&generate(&iq4, &["--prompt", "x"]), "IQ4_NL");
 
     let m = tiny();
     assert_clean_error(&generate(&m, &["--prompt", "x", "--temperature=-1"]), "temperature");

@@ -231,17 +231,17 @@ fn unsupported_architecture_type_and_shapes_are_named() {
 
     let mut w = TinyLlama::default().writer();
     let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.ffn_up.weight").unwrap();
-    t.ty = GgmlType::Q5_0;
-    t.data = vec![0; 96 * 2 * 22];
+    t.ty = GgmlType::IQ4_NL;
+    t.data = vec![0; 96 * 2 * 18];
     let e = Model::load(w.to_bytes()).err().unwrap();
     assert_eq!(
         e,
         ModelError::UnsupportedType {
             tensor: "blk.0.ffn_up.weight".into(),
-            ty: GgmlType::Q5_0
+            ty: GgmlType::IQ4_NL
         }
     );
-    assert!(e.to_string().contains("Q5_0"));
+    assert!(e.to_string().contains("IQ4_NL"));
 
     let mut w = TinyLlama::default().writer();
     w.tensors.retain(|t| t.name != "blk.1.ffn_down.weight");

@@ -78,6 +78,8 @@ pub fn entry_point(ty: GgmlType) -> Option<&'static str> {
         GgmlType::Q8_0 => "matvec_q8_0",
         GgmlType::Q4_0 => "matvec_q4_0",
         GgmlType::Q4_1 => "matvec_q4_1",
+        GgmlType::Q5_0 => "matvec_q5_0",
+        GgmlType::Q5_1 => "matvec_q5_1",
         _ => return None,
     })
 }
@@ -101,6 +103,8 @@ struct Params {
     ml_at: u32,
     y_rows: u32,
     y_at: u32,
+    qh_at: u32,
+    _pad: [u32; 3],
 }
 
 /// The per-pass uniform every kernel reads: its columns (tokens), where each one's K and V go
@@ -146,6 +150,7 @@ pub struct GpuMatrix {
     pub cols: usize,
     pub weights: wgpu::Buffer,
     scales_at: usize,
+    qh_at: usize,
     /// Rows interleaved per tile group (repack.rs); must be the kernels' `Shape::rows`.
     group: usize,
 }
@@ -182,6 +187,7 @@ impl GpuMatrix {
             cols: packed.cols,
             weights,
             scales_at: packed.scales_at,
+            qh_at: packed.qh_at,
             group: packed.group,
         })
     }
@@ -528,6 +534,8 @@ impl MatvecKernels {
             ml_at: io.combine.map_or(0, |c| c.ml_at as u32),
             y_rows: io.out_rows.map_or(m.rows, |(_, of)| of) as u32,
             y_at: io.out_rows.map_or(0, |(at, _)| at) as u32,
+            qh_at: m.qh_at as u32,
+            _pad: [0; 3],
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("matvec params"),

@@ -52,6 +52,11 @@ struct Params {
     // a row slice of a larger output (an output head split across bindings) writes its part.
     y_rows: u32,
     y_at: u32,
+    // Q5_0/Q5_1: the first of their fifth-bit words, one per block in tile order (repack.rs).
+    qh_at: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // Columns one pass computes at most (engine.rs's MAX_COLUMNS).
@@ -409,6 +414,25 @@ fn q4_0_term(d: f32, q: array<vec4<u32>, 2>, xc: Block) -> f32 {
     return d * (xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) - 8.0 * xc.s);
 }
 
+// Q5_0: x = d·(q − 16), q five bits: the nibble product with the fifth bits put in (q5_values).
+fn q5_0_term(d: f32, q: array<vec4<u32>, 2>, xc: Block) -> f32 {
+    return d * (xc.d * f32(q4_dot(q[0], q[1], xc.x0, xc.x1)) - 16.0 * xc.s);
+}
+
+// Bit 4 of each byte of a word from four consecutive bits of `h`.
+fn fifth_bits(h: u32) -> u32 {
+    return ((h & 1u) << 4u) | ((h & 2u) << 11u) | ((h & 4u) << 18u) | ((h & 8u) << 25u);
+}
+
+// A Q5 block's 32 values as bytes (elements 0..15, then 16..31): its nibbles with bit j of qh
+// above element j.
+fn q5_values(q: vec4<u32>, qh: u32) -> array<vec4<u32>, 2> {
+    let n = nibbles(q);
+    let lo = vec4<u32>(fifth_bits(qh), fifth_bits(qh >> 4u), fifth_bits(qh >> 8u), fifth_bits(qh >> 12u));
+    let hi = vec4<u32>(fifth_bits(qh >> 16u), fifth_bits(qh >> 20u), fifth_bits(qh >> 24u), fifth_bits(qh >> 28u));
+    return array(n[0] | lo, n[1] | hi);
+}
+
 fn q8_0_term(d: f32, a: vec4<u32>, b: vec4<u32>, xc: Block) -> f32 {
     return d * xc.d * f32(q8_dot(a, b, xc.x0, xc.x1));
 }
@@ -536,6 +560,90 @@ fn matvec_q8_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     finish(lid, r0, c0, acc);
 }
 
+
+// Q5_0 and Q5_1: Q4_0's and Q4_1's loops with each block's fifth bits (one word, qh region)
+// merged into its nibbles before the same integer dot.
+@compute @workgroup_size(WG)
+fn matvec_q5_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    var acc: array<f32, MAX_RC>;
+    if (NC == 1u) {
+        for (var b = lid % LANES; b < nb; b += LANES) {
+            let t0 = tile0(r0, b, nb);
+            let xc = staged(0u, b, nb);
+            for (var r8 = 0u; r8 < R; r8 += 8u) {
+                let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
+                for (var k = 0u; k < min(R, 8u); k++) {
+                    let t = t0 + r8 + k;
+                    let q = q5_values(w4[t], w[p.qh_at + t]);
+                    acc[r8 + k] += q5_0_term(half_at(ds, k), q, xc);
+                }
+            }
+        }
+        finish(lid, r0, c0, acc);
+        return;
+    }
+    for (var b = lid % LANES; b < nb; b += LANES) {
+        let t0 = tile0(r0, b, nb);
+        for (var r8 = 0u; r8 < R; r8 += 8u) {
+            let ds = scale_words(p.scales_at + (t0 + r8) / 2u, min(R, 8u) / 2u);
+            for (var k = 0u; k < min(R, 8u); k++) {
+                let t = t0 + r8 + k;
+                let h = half_at(ds, k);
+                let q = q5_values(w4[t], w[p.qh_at + t]);
+                for (var c = 0u; c < NC; c++) {
+                    let xc = staged(c, b, nb);
+                    acc[(r8 + k) * NC + c] += q5_0_term(h, q, xc);
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
+}
+
+@compute @workgroup_size(WG)
+fn matvec_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    var acc: array<f32, MAX_RC>;
+    if (NC == 1u) {
+        for (var b = lid % LANES; b < nb; b += LANES) {
+            let t0 = tile0(r0, b, nb);
+            let xc = staged(0u, b, nb);
+            for (var r4 = 0u; r4 < R; r4 += 4u) {
+                let dm4 = scale_words(p.scales_at + t0 + r4, min(R, 4u));
+                for (var k = 0u; k < min(R, 4u); k++) {
+                    let t = t0 + r4 + k;
+                    let q = q5_values(w4[t], w[p.qh_at + t]);
+                    acc[r4 + k] += q4_1_term(unpack2x16float(dm4[k]), q, xc);
+                }
+            }
+        }
+        finish(lid, r0, c0, acc);
+        return;
+    }
+    for (var b = lid % LANES; b < nb; b += LANES) {
+        let t0 = tile0(r0, b, nb);
+        for (var r4 = 0u; r4 < R; r4 += 4u) {
+            let dm4 = scale_words(p.scales_at + t0 + r4, min(R, 4u));
+            for (var k = 0u; k < min(R, 4u); k++) {
+                let t = t0 + r4 + k;
+                let dm = unpack2x16float(dm4[k]);
+                let q = q5_values(w4[t], w[p.qh_at + t]);
+                for (var c = 0u; c < NC; c++) {
+                    let xc = staged(c, b, nb);
+                    acc[(r4 + k) * NC + c] += q4_1_term(dm, q, xc);
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
+}
 
 // Four weights of rows r and r + 1 (r even) of a 16-bit float tile pair: f16 or bf16.
 fn f16_pair(v: vec4<u32>) -> array<vec4<f32>, 2> {

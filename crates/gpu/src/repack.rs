@@ -1,7 +1,8 @@
 //! GGUF blocks → GPU words, once at load. WGSL reads 32-bit words, and Q8_0's 34-byte and Q4_0's
 //! 18-byte blocks straddle them, so every quantized tensor is split into a quant region (whole
-//! words per block) followed by a scale region (f16 scales packed two to a word; Q4_1's `d` and
-//! `m` share one). The bytes read per token stay the GGUF's: nothing is widened (only a last
+//! words per block) followed by a scale region (f16 scales packed two to a word; Q4_1's and
+//! Q5_1's `d` and `m` share one); Q5 types put their fifth bits (`qh`, a word per block) in a
+//! region of their own between the two. The bytes read per token stay the GGUF's: nothing is widened (only a last
 //! partial row group is padded).
 //!
 //! Rows are interleaved in groups of `group` (the matvec shape's rows per invocation): unit `u`
@@ -23,6 +24,8 @@ pub struct Packed {
     pub group: usize,
     pub words: Vec<u32>,
     pub scales_at: usize,
+    /// Q5_0/Q5_1: where the `qh` words begin (0 for other types).
+    pub qh_at: usize,
 }
 
 impl Packed {
@@ -73,6 +76,7 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
         }
         out
     };
+    let mut qh_at = 0;
     let (words, scales_at) = match ty {
         GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
             let per_unit = if ty == GgmlType::F32 { 4 } else { 2 };
@@ -80,28 +84,40 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
             let n = words.len();
             (words, n)
         }
-        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1 => {
-            let (block, qs_at) = match ty {
-                GgmlType::Q8_0 => (34, 2),
-                GgmlType::Q4_0 => (18, 2),
-                _ => (20, 4),
+        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
+            // Block bytes, where its quants start, where its qh word is (Q5), and whether it
+            // has a min beside its scale.
+            let (block, qs_at, qh, has_min) = match ty {
+                GgmlType::Q8_0 => (34, 2, None, false),
+                GgmlType::Q4_0 => (18, 2, None, false),
+                GgmlType::Q4_1 => (20, 4, None, true),
+                GgmlType::Q5_0 => (22, 6, Some(2), false),
+                _ => (24, 8, Some(4), true),
             };
             let qs_words = (block - qs_at) / 4;
             let mut qs = Vec::with_capacity(bytes.len() / block * qs_words);
+            let mut qhs = Vec::new();
             let mut scales = Vec::with_capacity(bytes.len() / block);
             for blk in bytes.chunks_exact(block) {
-                scales.push(if ty == GgmlType::Q4_1 {
+                scales.push(if has_min {
                     f16_bits(blk, 0) | (f16_bits(blk, 2) << 16)
                 } else {
                     f16_bits(blk, 0)
                 });
+                if let Some(at) = qh {
+                    qhs.push(word(&blk[at..]));
+                }
                 qs.extend(blk[qs_at..].chunks_exact(4).map(word));
             }
             let units = cols / QK;
             let mut words = place(qs, qs_words, units);
+            if qh.is_some() {
+                qh_at = words.len();
+                words.extend(place(qhs, 1, units));
+            }
             let at = words.len();
             let scales = place(scales, 1, units);
-            if ty == GgmlType::Q4_1 {
+            if has_min {
                 words.extend(scales);
             } else {
                 words.extend(pack_halves(&scales));
@@ -117,6 +133,7 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
         group,
         words,
         scales_at,
+        qh_at,
     })
 }
 
@@ -138,14 +155,19 @@ mod tests {
                 let d = half(p.words[p.scales_at + blk / 2] >> (16 * (blk % 2)));
                 d * ((p.words[blk * 8 + j / 4] >> (8 * (j % 4))) as u8 as i8) as f32
             }
-            GgmlType::Q4_0 | GgmlType::Q4_1 => {
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
                 let byte = (p.words[blk * 4 + (j % 16) / 4] >> (8 * (j % 4))) as u8;
-                let q = if j < 16 { byte & 15 } else { byte >> 4 } as f32;
-                if p.ty == GgmlType::Q4_0 {
-                    half(p.words[p.scales_at + blk / 2] >> (16 * (blk % 2))) * (q - 8.0)
-                } else {
-                    let dm = p.words[p.scales_at + blk];
-                    half(dm) * q + half(dm >> 16)
+                let mut q = if j < 16 { byte & 15 } else { byte >> 4 } as f32;
+                if matches!(p.ty, GgmlType::Q5_0 | GgmlType::Q5_1) {
+                    q += 16.0 * ((p.words[p.qh_at + blk] >> j) & 1) as f32;
+                }
+                match p.ty {
+                    GgmlType::Q4_0 => half(p.words[p.scales_at + blk / 2] >> (16 * (blk % 2))) * (q - 8.0),
+                    GgmlType::Q5_0 => half(p.words[p.scales_at + blk / 2] >> (16 * (blk % 2))) * (q - 16.0),
+                    _ => {
+                        let dm = p.words[p.scales_at + blk];
+                        half(dm) * q + half(dm >> 16)
+                    }
                 }
             }
             _ => unreachable!(),

@@ -28,6 +28,10 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 GgmlType::Q8_0 => dot_q8_0(row, nb, a),
                 GgmlType::Q4_0 => dot_q4::<false>(row, nb, a),
                 GgmlType::Q4_1 => dot_q4::<true>(row, nb, a),
+                // The portable kernel (auto-vectorized under this function's target features).
+                GgmlType::Q5_0 | GgmlType::Q5_1 => {
+                    super::dot::dot_q5(std::slice::from_raw_parts(row, row_bytes), a, ty == GgmlType::Q5_1)
+                }
                 _ => unreachable!("checked by quant::dot_rows"),
             }
         };

@@ -5,7 +5,7 @@
 
 use super::GgmlType;
 use super::acts::ActRow;
-use super::blocks::{QK, UnsupportedType, read_f16};
+use super::blocks::{QK, UnsupportedType, q5_pair, read_f16};
 use half::{bf16, f16};
 
 /// `out[r] = row_r · a` for the `out.len()` consecutive rows of `w` (`row_bytes` each).
@@ -41,6 +41,8 @@ pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: Act
             GgmlType::Q8_0 => dot_q8_0(row, a),
             GgmlType::Q4_0 => dot_q4(row, a, 18, false),
             GgmlType::Q4_1 => dot_q4(row, a, 20, true),
+            GgmlType::Q5_0 => dot_q5(row, a, false),
+            GgmlType::Q5_1 => dot_q5(row, a, true),
             _ => unreachable!("checked by dot_rows"),
         };
     }
@@ -149,6 +151,30 @@ fn dot_q4(row: &[u8], a: ActRow, block_bytes: usize, has_min: bool) -> f32 {
         let sumi = q4_block_sum(&blk[qs_at..qs_at + 16], y);
         let d = read_f16(blk, 0);
         let offset = if has_min { read_f16(blk, 2) } else { -8.0 * d };
+        sum += d * a.d[b] * sumi as f32 + offset * a.s[b];
+    }
+    sum
+}
+
+/// Q5_0 (`x = d(q − 16)`) and Q5_1 (`x = dq + m`), as [`dot_q4`] with five-bit values: the
+/// integer sum `Σ q·y`, then `−16 d s` or `m s`. Also the AVX2 path's (its block sum is exact in
+/// integers, so any kernel for it gives these bits).
+pub(crate) fn dot_q5(row: &[u8], a: ActRow, has_min: bool) -> f32 {
+    let (block, qh_at) = if has_min { (24, 4) } else { (22, 2) };
+    let mut sum = 0f32;
+    for (b, blk) in row.chunks_exact(block).enumerate() {
+        let y = &a.qs[b * QK..(b + 1) * QK];
+        let qh = u32::from_le_bytes(blk[qh_at..qh_at + 4].try_into().unwrap());
+        let sumi: i32 = blk[qh_at + 4..]
+            .iter()
+            .enumerate()
+            .map(|(j, &q)| {
+                let (lo, hi) = q5_pair(q, qh, j);
+                lo as i32 * y[j] as i32 + hi as i32 * y[j + 16] as i32
+            })
+            .sum();
+        let d = read_f16(blk, 0);
+        let offset = if has_min { read_f16(blk, 2) } else { -16.0 * d };
         sum += d * a.d[b] * sumi as f32 + offset * a.s[b];
     }
     sum

@@ -162,11 +162,13 @@ impl GgmlType {
     }
 
     /// Types that tokscope's engines can execute (dequantize and dot).
-    pub const SUPPORTED: [GgmlType; 6] = [
+    pub const SUPPORTED: [GgmlType; 8] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::BF16,
         GgmlType::Q8_0,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
         GgmlType::Q4_0,
         GgmlType::Q4_1,
     ];
