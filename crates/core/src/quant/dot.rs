@@ -5,7 +5,7 @@
 
 use super::GgmlType;
 use super::acts::ActRow;
-use super::blocks::{QK, UnsupportedType, q5_pair, read_f16};
+use super::blocks::{QK, UnsupportedType, read_f16};
 use half::{bf16, f16};
 
 /// `out[r] = row_r · a` for the `out.len()` consecutive rows of `w` (`row_bytes` each).
@@ -156,23 +156,42 @@ fn dot_q4(row: &[u8], a: ActRow, block_bytes: usize, has_min: bool) -> f32 {
     sum
 }
 
+/// Byte `k` of `SPREAD[b]` is 1 where bit `k` of `b` is set: a Q5 block's fifth bits as bytes,
+/// so their products vectorize like the nibbles' (a shift by the element's index does not).
+const SPREAD: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut k = 0;
+        while k < 8 {
+            t[b][k] = ((b >> k) & 1) as u8;
+            k += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// `Σ q·y` over a Q5 block: the nibbles' sum plus 16 × the `y` under set fifth bits (exact in
+/// integers, so it equals the element-by-element sum to the bit).
+fn q5_block_sum(qh: u32, qs: &[u8], y: &[i8]) -> i32 {
+    let mut bits = [0u8; QK];
+    for (i, b) in qh.to_le_bytes().into_iter().enumerate() {
+        bits[8 * i..8 * i + 8].copy_from_slice(&SPREAD[b as usize]);
+    }
+    let high: i32 = bits.iter().zip(y).map(|(&h, &v)| h as i32 * v as i32).sum();
+    q4_block_sum(qs, y) + 16 * high
+}
+
 /// Q5_0 (`x = d(q − 16)`) and Q5_1 (`x = dq + m`), as [`dot_q4`] with five-bit values: the
-/// integer sum `Σ q·y`, then `−16 d s` or `m s`. Also the AVX2 path's (its block sum is exact in
-/// integers, so any kernel for it gives these bits).
-pub(crate) fn dot_q5(row: &[u8], a: ActRow, has_min: bool) -> f32 {
+/// integer sum `Σ q·y`, then `−16 d s` or `m s` (avx2.rs does the float part in this order).
+fn dot_q5(row: &[u8], a: ActRow, has_min: bool) -> f32 {
     let (block, qh_at) = if has_min { (24, 4) } else { (22, 2) };
     let mut sum = 0f32;
     for (b, blk) in row.chunks_exact(block).enumerate() {
         let y = &a.qs[b * QK..(b + 1) * QK];
         let qh = u32::from_le_bytes(blk[qh_at..qh_at + 4].try_into().unwrap());
-        let sumi: i32 = blk[qh_at + 4..]
-            .iter()
-            .enumerate()
-            .map(|(j, &q)| {
-                let (lo, hi) = q5_pair(q, qh, j);
-                lo as i32 * y[j] as i32 + hi as i32 * y[j + 16] as i32
-            })
-            .sum();
+        let sumi = q5_block_sum(qh, &blk[qh_at + 4..], y);
         let d = read_f16(blk, 0);
         let offset = if has_min { read_f16(blk, 2) } else { -16.0 * d };
         sum += d * a.d[b] * sumi as f32 + offset * a.s[b];
@@ -187,6 +206,23 @@ mod tests {
 
     fn ggml_vector(n: usize, offset: f32) -> Vec<f32> {
         (0..n).map(|i| 0.1 + 2.0 * (i as f32 + offset).cos()).collect()
+    }
+
+    /// The Q5 block sum (nibbles + 16 × the activations under set fifth bits) equals the sum
+    /// of the five-bit values' products element by element, for awkward bit patterns.
+    #[test]
+    fn q5_block_sum_is_the_elementwise_sum() {
+        let y: Vec<i8> = (0..32).map(|j| (j * 37 % 255) as i8).collect();
+        let qs: Vec<u8> = (0..16).map(|j| (j * 29 + 7) as u8).collect();
+        for qh in [0, u32::MAX, 0x8000_0001, 0x5555_AAAA, 0x1234_5678] {
+            let want: i32 = (0..16)
+                .map(|j| {
+                    let (lo, hi) = super::super::blocks::q5_pair(qs[j], qh, j);
+                    lo as i32 * y[j] as i32 + hi as i32 * y[j + 16] as i32
+                })
+                .sum();
+            assert_eq!(q5_block_sum(qh, &qs, &y), want, "qh {qh:#x}");
+        }
     }
 
     /// ggml's test-quantize-fns dot-product check: |quantized dot − f32 dot| / n < 0.02.
