@@ -256,6 +256,58 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     b.close().await;
 }
 
+/// The full page on WebGPU after the speed check: the roofline panel's "this device, measured"
+/// takes the probe's bandwidth and the engine's fixed cost per token, and shows the floor model
+/// and its sentence.
+#[tokio::test]
+async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = Browser::launch(true, 1280, 1000).await.unwrap();
+    b.client
+        .goto(&server.url("index.html?backend=gpu#/roofline?model_preset=loaded&context=0"))
+        .await
+        .unwrap();
+    b.wait_for(
+        "!document.querySelector('[data-testid=speed-run]').disabled",
+        Duration::from_secs(240),
+    )
+    .await
+    .unwrap();
+    b.eval("document.querySelector('[data-testid=speed-run]').click(); return 0;")
+        .await;
+    b.wait_for(&present("speed-card"), Duration::from_secs(400))
+        .await
+        .unwrap();
+    b.set("roof-device", "measured").await;
+    b.wait_for(
+        "document.querySelector('[data-testid=roof-floor]').textContent.includes('tok/s')",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let floor = b.text("roof-floor").await;
+    let sentence = b.text("roof-floor-sentence").await;
+    println!("roofline floor: {floor} — {sentence}");
+    assert!(
+        sentence.contains("sets this speed") && sentence.contains("dispatches ×"),
+        "{sentence}"
+    );
+    // The calculator's fixed cost is the engine's, so its ceiling is the floor's rate.
+    let overhead: f64 = b.value("roof-overhead").await.parse().unwrap();
+    assert!(overhead > 0.0, "{overhead}");
+    let (ceiling, floor_rate) = (
+        b.text("roof-tok-s").await.parse::<f64>().unwrap(),
+        floor.split(' ').next().unwrap().parse::<f64>().unwrap(),
+    );
+    assert!(
+        (ceiling - floor_rate).abs() <= 0.2 + 0.01 * floor_rate,
+        "{ceiling} vs {floor}"
+    );
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}
+
 fn json_field(json: &str, field: &str) -> f64 {
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     v[field].as_f64().unwrap_or_else(|| panic!("{field} in {json}"))

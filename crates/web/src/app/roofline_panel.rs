@@ -9,7 +9,7 @@ use super::state::State;
 use crate::chart::{self, BOTTOM, DataPoint, HEIGHT, LEFT, RIGHT, TOP, WIDTH};
 use crate::params::{ROOFLINE_CUSTOM as CUSTOM, ROOFLINE_LOADED as LOADED, ROOFLINE_MEASURED as MEASURED};
 use crate::params::{RooflineSettings, Settings};
-use crate::protocol::ModelInfo;
+use crate::protocol::{ModelInfo, ProbeReport};
 use crate::route::Panel;
 use leptos::prelude::*;
 use tokscope_core::human::{bytes, si};
@@ -54,10 +54,22 @@ fn follow_loaded(r: RwSignal<RooflineSettings>, m: &ModelInfo) {
     });
 }
 
-/// Takes the probe's bandwidth; a probe that measured nothing usable changes nothing.
-fn follow_probe(r: RwSignal<RooflineSettings>, gb_s: f64) {
-    r.update(|s| {
-        let _ = s.use_measured(gb_s);
+/// Takes the probe's bandwidth, and the running GPU engine's fixed cost per token (the floor
+/// model's fixed term) as the calculator's; a probe that measured nothing usable changes nothing.
+fn follow_probe(state: State, p: &ProbeReport) {
+    let fixed_ms = state.model.get_untracked().and_then(|m| {
+        let dispatches = m.backend.dispatches_per_token.filter(|_| m.backend.gpu)?;
+        let (_, f) = crate::speed::floor_of(
+            m.bytes_per_token as f64,
+            p.read_gb_s,
+            dispatches,
+            p.dispatch_us,
+            p.round_trip_ms,
+        )?;
+        Some(f.fixed_s * 1e3)
+    });
+    state.roofline.update(|s| {
+        let _ = s.use_measured(p.read_gb_s, fixed_ms);
     });
 }
 
@@ -69,7 +81,7 @@ fn pick(state: State, what: &'static str, id: String) {
             None => r.update(|s| s.model_preset = LOADED.into()),
         },
         ("device", MEASURED) => match state.probe.get_untracked() {
-            Some(p) => follow_probe(r, p.read_gb_s),
+            Some(p) => follow_probe(state, &p),
             None => r.update(|s| s.device = MEASURED.into()),
         },
         ("model", _) => r.update(|s| {
@@ -96,7 +108,7 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
         if let Some(p) = state.probe.get()
             && settings.with_untracked(|s| s.device == MEASURED)
         {
-            follow_probe(settings, p.read_gb_s);
+            follow_probe(state, &p);
         }
     });
     // Settings only ever hold valid inputs, so the estimate always exists.

@@ -111,11 +111,17 @@ impl RooflineSettings {
 
     /// Takes this device's measured read bandwidth (no compute roof: the probe measures none);
     /// a probe that measured nothing usable leaves the settings unchanged.
-    pub fn use_measured(&mut self, gb_s: f64) -> Result<(), String> {
+    /// This device's measured figures: the probe's bandwidth, and where a GPU engine runs, its
+    /// fixed cost per token (dispatches × cost per dispatch + round trip, ms: the floor model's
+    /// fixed term), so the ceiling shown is the floor this device can reach.
+    pub fn use_measured(&mut self, gb_s: f64, fixed_ms: Option<f64>) -> Result<(), String> {
         let mut s = self.clone();
         s.device = MEASURED.into();
         s.bandwidth_gb_s = gb_s;
         s.tflops = None;
+        if let Some(ms) = fixed_ms {
+            s.overhead_ms = ms;
+        }
         self.accept(s)
     }
 
@@ -266,11 +272,17 @@ mod tests {
         // Editing the batch keeps it "loaded"; the model's figures stay.
         s.set("batch", "4").unwrap();
         assert_eq!(s.model_preset, LOADED);
-        s.use_measured(19.5).unwrap();
+        s.use_measured(19.5, None).unwrap();
         assert_eq!((s.device.as_str(), s.bandwidth_gb_s, s.tflops), (MEASURED, 19.5, None));
+        assert_eq!(s.overhead_ms, 0.0);
+        // With the GPU engine's fixed cost: the ceiling becomes the floor model's rate.
+        s.use_measured(19.5, Some(3.68)).unwrap();
+        assert_eq!(s.overhead_ms, 3.68);
+        let e = s.inputs().estimate().unwrap();
+        assert!((e.step_s - (e.memory_s + 3.68e-3)).abs() < 1e-12);
         // A probe that measured 0 GB/s changes nothing.
         let before = s.clone();
-        assert!(s.use_measured(0.0).is_err());
+        assert!(s.use_measured(0.0, Some(1.0)).is_err());
         assert_eq!(s, before);
     }
 
