@@ -178,8 +178,9 @@ fn ops_workgroup(device_type: wgpu::DeviceType) -> u32 {
 
 /// Attention's most workgroups per (column, head). Each takes an equal share of the cache; a
 /// pass uses one per `per_share` positions of its longest column, up to this many.
-/// GPUs need workgroups to fill their many cores at batch 1 (a head per workgroup left an H200
-/// with 9 busy ones); on CPU adapters the heads already outnumber the threads.
+/// GPUs need workgroups to fill their many cores at batch 1 (a head per workgroup keeps 9 of an
+/// H200's 132 multiprocessors busy for SmolLM2); on CPU adapters the heads already outnumber
+/// the threads.
 fn max_splits(device_type: wgpu::DeviceType, capacity: usize, per_share: usize) -> usize {
     let cap = match device_type {
         wgpu::DeviceType::Cpu => 4,
