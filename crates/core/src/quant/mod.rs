@@ -5,6 +5,7 @@ mod acts;
 mod avx2;
 mod blocks;
 mod dot;
+pub mod kquants;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
 mod types;
