@@ -306,18 +306,22 @@ mod tests {
     fn real_shapes_read_the_real_bytes() {
         // Llama 3.1 8B: 8.03e9 parameters; at Q4_0 (4.5 bits) every tensor but the norms.
         let s = ShapeSpec::by_id("llama-3.1-8b").unwrap();
-        let params: usize = s.tensors(GgmlType::Q4_0).iter().map(|(_, r, c, _)| r * c).sum();
+        let params: u64 = s
+            .tensors(GgmlType::Q4_0)
+            .iter()
+            .map(|(_, r, c, _)| (r * c) as u64)
+            .sum();
         assert_eq!(params, 8_030_261_248);
         let bytes = s.file_bytes(GgmlType::Q4_0).unwrap();
         assert!((4.51e9..4.53e9).contains(&(bytes as f64)), "{bytes}");
         // Llama 3.2 1B (tied): 1,235,814,400 as published; Qwen2.5 0.5B: 494,032,768 less its
         // Q/K/V biases (24 × (896 + 128 + 128)).
-        let p = |id: &str| -> usize {
+        let p = |id: &str| -> u64 {
             ShapeSpec::by_id(id)
                 .unwrap()
                 .tensors(GgmlType::Q8_0)
                 .iter()
-                .map(|(_, r, c, _)| r * c)
+                .map(|(_, r, c, _)| (r * c) as u64)
                 .sum()
         };
         assert_eq!(p("llama-3.2-1b"), 1_235_814_400);
@@ -379,7 +383,10 @@ mod tests {
 
     #[test]
     fn unsupported_types_are_refused_by_name() {
-        let e = ShapeSpec::by_id("tiny").unwrap().build(GgmlType::Q6_K, 1).unwrap_err();
-        assert!(e.contains("Q6_K") && e.contains("Q4_1"), "{e}");
+        let e = ShapeSpec::by_id("tiny")
+            .unwrap()
+            .build(GgmlType::IQ4_NL, 1)
+            .unwrap_err();
+        assert!(e.contains("IQ4_NL") && e.contains("Q4_1"), "{e}");
     }
 }

@@ -130,14 +130,22 @@ fn engine_matches_naive_forward_for_every_weight_type() {
         (GgmlType::F16, 1e-4),
         (GgmlType::BF16, 1e-4),
         (GgmlType::Q8_0, 0.03),
+        (GgmlType::Q5_0, 0.03),
+        (GgmlType::Q5_1, 0.03),
         (GgmlType::Q4_0, 0.03),
         (GgmlType::Q4_1, 0.03),
+        (GgmlType::Q6_K, 0.03),
+        (GgmlType::Q4_K, 0.03),
     ] {
+        // K-quants hold 256 values a block: rows that wide.
+        let (d_model, ffn_dim) = if ty.block_size() == 256 { (256, 512) } else { (64, 96) };
         for tied in [true, false] {
             let spec = TinyLlama {
                 weight_type: ty,
                 embd_type: if tied { ty } else { GgmlType::Q8_0 },
                 tied_output: tied,
+                d_model,
+                ffn_dim,
                 ..Default::default()
             };
             let naive = Naive {

@@ -70,6 +70,15 @@ const MAX_NC: u32 = 8;
 /// Floats of matvec.wgsl's `red`, which holds WG × R × NC partial sums when LANES > 1.
 const RED_FLOATS: u32 = 512;
 
+/// The weight types the GPU kernels run: those of `GgmlType::SUPPORTED` with a kernel (the
+/// K-quants run on the CPU engine only so far).
+pub fn gpu_types() -> Vec<GgmlType> {
+    GgmlType::SUPPORTED
+        .into_iter()
+        .filter(|t| entry_point(*t).is_some())
+        .collect()
+}
+
 pub fn entry_point(ty: GgmlType) -> Option<&'static str> {
     Some(match ty {
         GgmlType::F32 => "matvec_f32",
@@ -705,7 +714,7 @@ mod tests {
             }
             v.validate(&module)
                 .unwrap_or_else(|e| panic!("matvec.wgsl (subgroups {subgroups}) validates: {e:?}"));
-            for ty in GgmlType::SUPPORTED {
+            for ty in gpu_types() {
                 let name = entry_point(ty).unwrap();
                 assert!(module.entry_points.iter().any(|e| e.name == name), "{name}");
             }

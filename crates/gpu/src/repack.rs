@@ -178,7 +178,10 @@ mod tests {
     fn packed_layout_holds_exactly_the_gguf_values_and_bytes() {
         let (rows, cols) = (3, 96); // 9 blocks: an odd count leaves half a scale word
         let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 29 % 61) as f32 - 30.0) / 7.0).collect();
-        for (ty, group) in GgmlType::SUPPORTED.into_iter().flat_map(|t| [1, 2, 8].map(|g| (t, g))) {
+        for (ty, group) in crate::matvec::gpu_types()
+            .into_iter()
+            .flat_map(|t| [1, 2, 8].map(|g| (t, g)))
+        {
             let bytes = quantize_row(ty, &x).unwrap();
             let p = repack(ty, rows, cols, &bytes, group).unwrap();
             let mut expect = vec![0f32; rows * cols];

@@ -13,7 +13,7 @@ use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::engine::{GpuEngine, Want};
-use tokscope_gpu::matvec::MAX_COLUMNS;
+use tokscope_gpu::matvec::{MAX_COLUMNS, gpu_types};
 use wasm_bindgen_test::*;
 
 #[path = "common/compare.rs"]
@@ -29,7 +29,7 @@ async fn gpu_logits_match_cpu_engine_in_the_browser() {
             .await
             .expect("a WebGPU adapter (Chromium with --enable-unsafe-webgpu)"),
     );
-    for ty in GgmlType::SUPPORTED {
+    for ty in gpu_types() {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();

@@ -15,13 +15,13 @@ use tokscope_core::quant::GgmlType;
 use tokscope_core::sampling::argmax;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_gpu::engine::{GpuEngine, Want};
-use tokscope_gpu::matvec::MAX_COLUMNS;
+use tokscope_gpu::matvec::{MAX_COLUMNS, gpu_types};
 
 #[test]
 fn gpu_logits_match_cpu_engine_for_every_weight_type() {
     let Some(ctx) = common::gpu() else { return };
     let ctx = Arc::new(ctx);
-    for ty in GgmlType::SUPPORTED {
+    for ty in gpu_types() {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
@@ -59,7 +59,7 @@ fn chunked_prefill_matches_cpu_engine_for_every_weight_type() {
     let Some(ctx) = common::gpu() else { return };
     let ctx = Arc::new(ctx);
     let prompt: Vec<u32> = (0..MAX_COLUMNS as u32 + 7).map(|i| (i * 37 + 5) % 256).collect();
-    for ty in GgmlType::SUPPORTED {
+    for ty in gpu_types() {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
@@ -205,4 +205,26 @@ fn an_output_head_larger_than_a_binding_runs_in_slices() {
     }
     let top = gpu.decode_top(TOKENS[4], 3).unwrap();
     assert_eq!(top[0].1, argmax(cpu.decode(TOKENS[4]).unwrap()));
+}
+
+/// A type the CPU engine runs but the GPU kernels do not yet (the K-quants) is refused by name,
+/// saying which engine runs it, not uploaded as garbage.
+#[test]
+fn types_without_a_gpu_kernel_are_named() {
+    let Some(ctx) = common::gpu() else { return };
+    let spec = TinyLlama {
+        weight_type: GgmlType::Q4_K,
+        d_model: 256,
+        ffn_dim: 512,
+        ..Default::default()
+    };
+    let model = Arc::new(Model::load(spec.build()).unwrap());
+    let e = GpuEngine::new(Arc::new(ctx), model, 8, |_, _| {})
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("Q4_K") && e.contains("blk.0.") && e.contains("the CPU engine runs it"),
+        "{e}"
+    );
 }

@@ -14,7 +14,9 @@ mod common;
 
 use tokscope_core::quant::{Acts, GgmlType, dequantize_row, dot_rows, quantize_row};
 use tokscope_gpu::GpuContext;
-use tokscope_gpu::matvec::{Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step, subgroups_for, widest_row};
+use tokscope_gpu::matvec::{
+    Epilogue, GpuMatrix, MatvecIo, MatvecKernels, Shape, Step, gpu_types, subgroups_for, widest_row,
+};
 use tokscope_gpu::readback::read_f32;
 use tokscope_gpu::repack::repack;
 use wgpu::util::DeviceExt;
@@ -171,7 +173,7 @@ fn matvec_matches_cpu_reference_for_every_type_case_and_shape() {
         for ((rows, cols), n) in [(37, 192), (5, 288), (130, 32), (38, 96)].into_iter().zip([1, 3, 6, 2]) {
             let x = values(n * cols, 1);
             let g = values(cols, 3);
-            for ty in GgmlType::SUPPORTED {
+            for ty in gpu_types() {
                 let bytes = quantize_row(ty, &values(rows * cols, 2)).unwrap();
                 let packed = repack(ty, rows, cols, &bytes, shape.rows as usize).unwrap();
                 let m = GpuMatrix::upload(&ctx, "w", &packed).unwrap();

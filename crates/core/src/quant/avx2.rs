@@ -31,6 +31,9 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 // The portable kernel (auto-vectorized under this function's target features).
                 GgmlType::Q5_0 => dot_q5::<false>(row, nb, a),
                 GgmlType::Q5_1 => dot_q5::<true>(row, nb, a),
+                // The portable kernels (no AVX2 ones yet): the same bits on every path.
+                GgmlType::Q4_K => super::dot::dot_q4_k(std::slice::from_raw_parts(row, row_bytes), a),
+                GgmlType::Q6_K => super::dot::dot_q6_k(std::slice::from_raw_parts(row, row_bytes), a),
                 _ => unreachable!("checked by quant::dot_rows"),
             }
         };

@@ -18,7 +18,9 @@ use half::{bf16, f16};
 pub const QK: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("tensor type {0} cannot be {1} by tokscope (supported: F32, F16, BF16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1)")]
+#[error(
+    "tensor type {0} cannot be {1} by tokscope (supported: F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1)"
+)]
 pub struct UnsupportedType(pub GgmlType, pub &'static str);
 
 #[inline]

@@ -43,6 +43,8 @@ pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: Act
             GgmlType::Q4_1 => dot_q4(row, a, 20, true),
             GgmlType::Q5_0 => dot_q5(row, a, false),
             GgmlType::Q5_1 => dot_q5(row, a, true),
+            GgmlType::Q4_K => dot_q4_k(row, a),
+            GgmlType::Q6_K => dot_q6_k(row, a),
             _ => unreachable!("checked by dot_rows"),
         };
     }
@@ -199,6 +201,60 @@ fn dot_q5(row: &[u8], a: ActRow, has_min: bool) -> f32 {
     sum
 }
 
+/// Q4_K against 8-bit activation blocks of 32 (one per sub-block): `Σ x·y = d·sc·d_y·Σq·y −
+/// dmin·m·s`, the integer sum exact. The AVX2 path calls this too (the same bits everywhere).
+pub(crate) fn dot_q4_k(row: &[u8], a: ActRow) -> f32 {
+    use super::kquants::{Q4_K_BYTES, scale_min};
+    let mut sum = 0f32;
+    for (sb, blk) in row.chunks_exact(Q4_K_BYTES).enumerate() {
+        let (d, dmin) = (read_f16(blk, 0), read_f16(blk, 2));
+        let (scales, qs) = (&blk[4..16], &blk[16..]);
+        for j in 0..8 {
+            let b = sb * 8 + j;
+            let y = &a.qs[b * QK..(b + 1) * QK];
+            let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
+            let shift = 4 * (j % 2);
+            let sumi: i32 = q
+                .iter()
+                .zip(y)
+                .map(|(&q, &v)| ((q >> shift) & 0xF) as i32 * v as i32)
+                .sum();
+            let (sc, m) = scale_min(j, scales);
+            sum += d * sc as f32 * a.d[b] * sumi as f32 - dmin * m as f32 * a.s[b];
+        }
+    }
+    sum
+}
+
+/// Q6_K against 8-bit activation blocks of 32: each block's two 16-value halves have their own
+/// i8 scale, so `Σ x·y = d·d_y·(sc₀·Σ₀(q − 32)y + sc₁·Σ₁(q − 32)y)`, exact in integers before the
+/// float part. The AVX2 path calls this too.
+pub(crate) fn dot_q6_k(row: &[u8], a: ActRow) -> f32 {
+    use super::kquants::Q6_K_BYTES;
+    let mut sum = 0f32;
+    for (sb, blk) in row.chunks_exact(Q6_K_BYTES).enumerate() {
+        let d = read_f16(blk, 208);
+        for h in 0..2 {
+            let ql = &blk[64 * h..64 * h + 64];
+            let qh = &blk[128 + 32 * h..128 + 32 * h + 32];
+            let sc = &blk[192 + 8 * h..192 + 8 * h + 8];
+            for k in 0..4 {
+                let b = sb * 8 + 4 * h + k;
+                let y = &a.qs[b * QK..(b + 1) * QK];
+                let (lo, shift) = (32 * (k % 2), 4 * (k / 2));
+                let mut half = [0i32; 2];
+                for l in 0..32 {
+                    let q = ((ql[lo + l] >> shift) & 0xF) | (((qh[l] >> (2 * k)) & 3) << 4);
+                    half[l / 16] += (q as i32 - 32) * y[l] as i32;
+                }
+                let sumi = half[0] * (sc[2 * k] as i8) as i32 + half[1] * (sc[2 * k + 1] as i8) as i32;
+                sum += d * a.d[b] * sumi as f32;
+            }
+        }
+    }
+    sum
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Acts, dequantize_row, quantize_row};
@@ -251,7 +307,8 @@ mod tests {
     /// (the only difference allowed is the 8-bit activations and summation order).
     #[test]
     fn every_kernel_matches_dequantized_reference() {
-        let cols = 32 * 7;
+        // Two K-quant super-blocks; seven Q4_0 blocks and a half-used f16 scale word.
+        let cols = 512;
         let rows = 5;
         let x: Vec<f32> = (0..cols).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
         let mut acts = Acts::new(1, cols);

@@ -162,13 +162,16 @@ impl GgmlType {
     }
 
     /// Types that tokscope's engines can execute (dequantize and dot).
-    pub const SUPPORTED: [GgmlType; 8] = [
+    /// (The GPU engine runs a subset: `tokscope_gpu::matvec::entry_point` says which.)
+    pub const SUPPORTED: [GgmlType; 10] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::BF16,
         GgmlType::Q8_0,
+        GgmlType::Q6_K,
         GgmlType::Q5_0,
         GgmlType::Q5_1,
+        GgmlType::Q4_K,
         GgmlType::Q4_0,
         GgmlType::Q4_1,
     ];
