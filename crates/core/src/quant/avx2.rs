@@ -31,9 +31,8 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 // The portable kernel (auto-vectorized under this function's target features).
                 GgmlType::Q5_0 => dot_q5::<false>(row, nb, a),
                 GgmlType::Q5_1 => dot_q5::<true>(row, nb, a),
-                // The portable kernels (no AVX2 ones yet): the same bits on every path.
-                GgmlType::Q4_K => super::dot::dot_q4_k(std::slice::from_raw_parts(row, row_bytes), a),
-                GgmlType::Q6_K => super::dot::dot_q6_k(std::slice::from_raw_parts(row, row_bytes), a),
+                GgmlType::Q4_K => dot_q4_k(row, nb, a),
+                GgmlType::Q6_K => dot_q6_k(row, nb, a),
                 _ => unreachable!("checked by quant::dot_rows"),
             }
         };
@@ -137,6 +136,104 @@ unsafe fn dot_q5<const HAS_MIN: bool>(row: *const u8, nb: usize, a: ActRow) -> f
             let sumi = q5_dot(qh, blk.add(qh_at + 4), y.add(b * QK));
             let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -16.0 * d };
             sum += d * *a.d.get_unchecked(b) * sumi as f32 + offset * *a.s.get_unchecked(b);
+        }
+    }
+    sum
+}
+
+/// `q` (32 unsigned bytes < 128) times `y`, summed four bytes to each 32-bit lane (exact:
+/// maddubs pairs stay within i16).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn bytes_dot(q: __m256i, y: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), _mm256_set1_epi16(1))
+}
+
+/// Q4_K: see `quant::dot::dot_q4_k` (the float part in its order). Each 32 quant bytes hold two
+/// sub-blocks: their low nibbles, then their high ones.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q4_k(row: *const u8, nb: usize, a: ActRow) -> f32 {
+    use super::kquants::{Q4_K_BYTES, scale_min};
+    let mut sum = 0f32;
+    let y = a.qs.as_ptr();
+    let mask = _mm256_set1_epi8(0x0F);
+    for sb in 0..nb / 8 {
+        unsafe {
+            let blk = row.add(sb * Q4_K_BYTES);
+            let (d, dmin) = (f16_at(blk), f16_at(blk.add(2)));
+            let scales = std::slice::from_raw_parts(blk.add(4), 12);
+            for k in 0..4 {
+                let raw = _mm256_loadu_si256(blk.add(16 + 32 * k) as *const __m256i);
+                let halves = [
+                    _mm256_and_si256(raw, mask),
+                    _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask),
+                ];
+                for (h, q) in halves.into_iter().enumerate() {
+                    let (j, b) = (2 * k + h, sb * 8 + 2 * k + h);
+                    let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
+                    let sumi = hsum_i32(bytes_dot(q, yv));
+                    let (sc, m) = scale_min(j, scales);
+                    sum +=
+                        d * sc as f32 * *a.d.get_unchecked(b) * sumi as f32 - dmin * m as f32 * *a.s.get_unchecked(b);
+                }
+            }
+        }
+    }
+    sum
+}
+
+/// Q6_K: see `quant::dot::dot_q6_k`. The six-bit values (nibble | two high bits << 4) are
+/// unsigned, so `Σ (q − 32)·y = Σ q·y − 32 Σ y`, each half (16 values, its own scale) summed from
+/// its own 128 bits.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_q6_k(row: *const u8, nb: usize, a: ActRow) -> f32 {
+    use super::kquants::Q6_K_BYTES;
+    let mut sum = 0f32;
+    let y = a.qs.as_ptr();
+    let (mask, three, k32) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
+    let half_sums = |v: __m256i| -> [i32; 2] {
+        let lo = _mm256_castsi256_si128(v);
+        let hi = _mm256_extracti128_si256(v, 1);
+        let h = |x: __m128i| {
+            let x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0b01_00_11_10));
+            _mm_cvtsi128_si32(_mm_add_epi32(x, _mm_shuffle_epi32(x, 0b10_11_00_01)))
+        };
+        [h(lo), h(hi)]
+    };
+    for sb in 0..nb / 8 {
+        unsafe {
+            let blk = row.add(sb * Q6_K_BYTES);
+            let d = f16_at(blk.add(208));
+            for h in 0..2 {
+                let ql = blk.add(64 * h);
+                let qh = _mm256_loadu_si256(blk.add(128 + 32 * h) as *const __m256i);
+                let sc = blk.add(192 + 8 * h) as *const i8;
+                let ql_lo = _mm256_loadu_si256(ql as *const __m256i);
+                let ql_hi = _mm256_loadu_si256(ql.add(32) as *const __m256i);
+                for k in 0..4 {
+                    let b = sb * 8 + 4 * h + k;
+                    let src = if k % 2 == 0 { ql_lo } else { ql_hi };
+                    let nib = if k < 2 {
+                        _mm256_and_si256(src, mask)
+                    } else {
+                        _mm256_and_si256(_mm256_srli_epi16(src, 4), mask)
+                    };
+                    let high = match k {
+                        0 => _mm256_and_si256(qh, three),
+                        1 => _mm256_and_si256(_mm256_srli_epi16(qh, 2), three),
+                        2 => _mm256_and_si256(_mm256_srli_epi16(qh, 4), three),
+                        _ => _mm256_and_si256(_mm256_srli_epi16(qh, 6), three),
+                    };
+                    let q = _mm256_or_si256(nib, _mm256_slli_epi16(high, 4));
+                    let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
+                    let s = _mm256_sub_epi32(bytes_dot(q, yv), bytes_dot(k32, yv));
+                    let [s0, s1] = half_sums(s);
+                    let sumi = s0 * *sc.add(2 * k) as i32 + s1 * *sc.add(2 * k + 1) as i32;
+                    sum += d * *a.d.get_unchecked(b) * sumi as f32;
+                }
+            }
         }
     }
     sum

@@ -202,7 +202,7 @@ fn dot_q5(row: &[u8], a: ActRow, has_min: bool) -> f32 {
 }
 
 /// Q4_K against 8-bit activation blocks of 32 (one per sub-block): `Σ x·y = d·sc·d_y·Σq·y −
-/// dmin·m·s`, the integer sum exact. The AVX2 path calls this too (the same bits everywhere).
+/// dmin·m·s`, the integer sum exact (avx2.rs does the float part in this order).
 pub(crate) fn dot_q4_k(row: &[u8], a: ActRow) -> f32 {
     use super::kquants::{Q4_K_BYTES, scale_min};
     let mut sum = 0f32;
@@ -228,7 +228,7 @@ pub(crate) fn dot_q4_k(row: &[u8], a: ActRow) -> f32 {
 
 /// Q6_K against 8-bit activation blocks of 32: each block's two 16-value halves have their own
 /// i8 scale, so `Σ x·y = d·d_y·(sc₀·Σ₀(q − 32)y + sc₁·Σ₁(q − 32)y)`, exact in integers before the
-/// float part. The AVX2 path calls this too.
+/// float part (avx2.rs keeps this order).
 pub(crate) fn dot_q6_k(row: &[u8], a: ActRow) -> f32 {
     use super::kquants::Q6_K_BYTES;
     let mut sum = 0f32;

@@ -11,8 +11,8 @@
 //! - Q6_K (210 bytes): 128 bytes of low nibbles `ql`, 64 of high bit pairs `qh`, 16 i8 scales (one
 //!   per 16 weights), f16 `d`; `x = d·sc·(q − 32)`, q six bits.
 //!
-//! Their dot products (quant/dot.rs) are portable code so far, and the GPU has no kernels for
-//! them yet (issue #20).
+//! Their dot products are in quant/dot.rs (portable) and quant/avx2.rs; the GPU has no kernels
+//! for them yet (issue #20).
 
 use super::blocks::read_f16;
 use half::f16;
