@@ -256,18 +256,10 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     b.close().await;
 }
 
-/// The full page on WebGPU after the speed check: the roofline panel's "this device, measured"
-/// takes the probe's bandwidth and the engine's fixed cost per token, and shows the floor model
-/// and its sentence.
-#[tokio::test]
-async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+/// Opens `path` on WebGPU, runs the speed check once the model is ready, and waits for its card.
+async fn speed_check(server: &Server, path: &str) -> Browser {
     let b = Browser::launch(true, 1280, 1000).await.unwrap();
-    b.client
-        .goto(&server.url("index.html?backend=gpu#/roofline?model_preset=loaded&context=0"))
-        .await
-        .unwrap();
+    b.client.goto(&server.url(path)).await.unwrap();
     b.wait_for(
         "!document.querySelector('[data-testid=speed-run]').disabled",
         Duration::from_secs(240),
@@ -279,6 +271,21 @@ async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
     b.wait_for(&present("speed-card"), Duration::from_secs(400))
         .await
         .unwrap();
+    b
+}
+
+/// The full page on WebGPU after the speed check: the roofline panel's "this device, measured"
+/// takes the probe's bandwidth and the engine's fixed cost per token, and shows the floor model
+/// and its sentence.
+#[tokio::test]
+async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = serve();
+    let b = speed_check(
+        &server,
+        "index.html?backend=gpu#/roofline?model_preset=loaded&context=0",
+    )
+    .await;
     b.set("roof-device", "measured").await;
     b.wait_for(
         "document.querySelector('[data-testid=roof-floor]').textContent.includes('tok/s')",
@@ -320,22 +327,7 @@ fn json_field(json: &str, field: &str) -> f64 {
 async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = serve();
-    let b = Browser::launch(true, 1280, 1000).await.unwrap();
-    b.client
-        .goto(&server.url("index.html?backend=gpu#/embed/speed"))
-        .await
-        .unwrap();
-    b.wait_for(
-        "!document.querySelector('[data-testid=speed-run]').disabled",
-        Duration::from_secs(240),
-    )
-    .await
-    .unwrap();
-    b.eval("document.querySelector('[data-testid=speed-run]').click(); return 0;")
-        .await;
-    b.wait_for(&present("speed-card"), Duration::from_secs(400))
-        .await
-        .unwrap();
+    let b = speed_check(&server, "index.html?backend=gpu#/embed/speed").await;
     let adapter = b.text("speed-adapter").await;
     let num = |s: String| s.trim().parse::<f64>().unwrap_or(f64::NAN);
     let (gb_s, tok_s) = (num(b.text("speed-gbs").await), num(b.text("speed-tok-s").await));

@@ -103,6 +103,19 @@ pub(crate) fn q5_pair(q: u8, qh: u32, j: usize) -> (u8, u8) {
     (lo, hi)
 }
 
+/// The value of largest magnitude, with its sign (the first of equals), as ggml's symmetric
+/// quantizers pick it.
+fn signed_max(x: &[f32]) -> f32 {
+    let (mut amax, mut max) = (0f32, 0f32);
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    max
+}
+
 /// Packs a Q5 block's 32 five-bit values (element order) into `qh` and the 16 nibble bytes.
 fn q5_pack(q: &[u8; 32], out: &mut Vec<u8>) {
     let mut qh = 0u32;
@@ -137,14 +150,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
         GgmlType::Q4_0 => {
             for x in src.chunks_exact(QK) {
                 // The value of largest magnitude keeps its sign, so it maps exactly to -8.
-                let (mut amax, mut max) = (0f32, 0f32);
-                for &v in x {
-                    if amax < v.abs() {
-                        amax = v.abs();
-                        max = v;
-                    }
-                }
-                let d = max / -8.0;
+                let d = signed_max(x) / -8.0;
                 let id = if d != 0.0 { 1.0 / d } else { 0.0 };
                 out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
                 for j in 0..16 {
@@ -172,14 +178,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
         GgmlType::Q5_0 => {
             for x in src.chunks_exact(QK) {
                 // As Q4_0: the value of largest magnitude maps exactly to −16.
-                let (mut amax, mut max) = (0f32, 0f32);
-                for &v in x {
-                    if amax < v.abs() {
-                        amax = v.abs();
-                        max = v;
-                    }
-                }
-                let d = max / -16.0;
+                let d = signed_max(x) / -16.0;
                 let id = if d != 0.0 { 1.0 / d } else { 0.0 };
                 out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
                 let q: [u8; 32] = std::array::from_fn(|j| ((x[j] * id + 16.5) as i8).min(31) as u8);
