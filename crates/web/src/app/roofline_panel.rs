@@ -14,7 +14,12 @@ use crate::route::Panel;
 use leptos::prelude::*;
 use tokscope_core::human::{bytes, si};
 use tokscope_core::presets::{DEVICES, MODELS};
+use tokscope_core::roofline::floor::{Floor, FloorInputs};
 use tokscope_core::roofline::{GB, decode_point, mbu, prefill_point};
+
+/// What the floor line says before there is a GPU run and a probe to compute it from.
+const NO_FLOOR: &str = "Run the speed check with the model on WebGPU to see this device's floor: \
+                        bytes ÷ its bandwidth plus the fixed cost of every dispatch and of the read-back.";
 
 /// The running model's measured points: decode (meter mean) and prefill, with decode's MBU
 /// against the panel's bandwidth.
@@ -57,20 +62,27 @@ fn follow_loaded(r: RwSignal<RooflineSettings>, m: &ModelInfo) {
 /// Takes the probe's bandwidth, and the running GPU engine's fixed cost per token (the floor
 /// model's fixed term) as the calculator's; a probe that measured nothing usable changes nothing.
 fn follow_probe(state: State, p: &ProbeReport) {
-    let fixed_ms = state.model.get_untracked().and_then(|m| {
-        let dispatches = m.backend.dispatches_per_token.filter(|_| m.backend.gpu)?;
-        let (_, f) = crate::speed::floor_of(
-            m.bytes_per_token as f64,
-            p.read_gb_s,
-            dispatches,
-            p.dispatch_us,
-            p.round_trip_ms,
-        )?;
-        Some(f.fixed_s * 1e3)
-    });
+    let fixed_ms = state
+        .model
+        .get_untracked()
+        .and_then(|m| engine_floor(&m, p))
+        .map(|(_, f)| f.fixed_s * 1e3);
     state.roofline.update(|s| {
         let _ = s.use_measured(p.read_gb_s, fixed_ms);
     });
+}
+
+/// The floor model of the running engine on this device: the probe's bandwidth and fixed
+/// costs, the engine's dispatches, the loaded model's bytes (GPU runs only).
+fn engine_floor(m: &ModelInfo, p: &ProbeReport) -> Option<(FloorInputs, Floor)> {
+    let dispatches = m.backend.dispatches_per_token.filter(|_| m.backend.gpu)?;
+    crate::speed::floor_of(
+        m.bytes_per_token as f64,
+        p.read_gb_s,
+        dispatches,
+        p.dispatch_us,
+        p.round_trip_ms,
+    )
 }
 
 fn pick(state: State, what: &'static str, id: String) {
@@ -153,21 +165,8 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
             .unwrap_or_else(|| "Loaded model (none yet)".into())
     };
     let has_probe = move || state.probe.get().is_some();
-    // The floor model of the running engine on this device: the probe's bandwidth and fixed
-    // costs, the engine's dispatches, the loaded model's bytes (GPU runs only).
-    let floor = Memo::new(move |_| {
-        let (m, p) = (state.model.get()?, state.probe.get()?);
-        let dispatches = m.backend.dispatches_per_token.filter(|_| m.backend.gpu)?;
-        crate::speed::floor_of(
-            m.bytes_per_token as f64,
-            p.read_gb_s,
-            dispatches,
-            p.dispatch_us,
-            p.round_trip_ms,
-        )
-    });
-    let floor_text = move || {
-        match floor.get() {
+    let floor = Memo::new(move |_| engine_floor(&state.model.get()?, &state.probe.get()?));
+    let floor_text = move || match floor.get() {
         Some((inputs, f)) => {
             let measured = state
                 .meter
@@ -176,8 +175,7 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
                 .unwrap_or_default();
             format!("{} {measured}", inputs.sentence(&f))
         }
-        None => "Run the speed check with the model on WebGPU to see this device's floor: bytes ÷ its bandwidth plus the fixed cost of every dispatch and of the read-back.".into(),
-    }
+        None => NO_FLOOR.into(),
     };
     let kv_share = move || {
         let e = e();
