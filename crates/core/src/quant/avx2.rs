@@ -26,11 +26,11 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 GgmlType::F16 => dot_f16(row, a.x),
                 GgmlType::BF16 => dot_bf16(row, a.x),
                 GgmlType::Q8_0 => dot_q8_0(row, nb, a),
-                GgmlType::Q4_0 => dot_q4::<false>(row, nb, a),
-                GgmlType::Q4_1 => dot_q4::<true>(row, nb, a),
+                GgmlType::Q4_0 => dot_q4::<false, false>(row, nb, a),
+                GgmlType::Q4_1 => dot_q4::<true, false>(row, nb, a),
                 // The portable kernel (auto-vectorized under this function's target features).
-                GgmlType::Q5_0 => dot_q5::<false>(row, nb, a),
-                GgmlType::Q5_1 => dot_q5::<true>(row, nb, a),
+                GgmlType::Q5_0 => dot_q4::<false, true>(row, nb, a),
+                GgmlType::Q5_1 => dot_q4::<true, true>(row, nb, a),
                 GgmlType::Q4_K => dot_q4_k(row, nb, a),
                 GgmlType::Q6_K => dot_q6_k(row, nb, a),
                 _ => unreachable!("checked by quant::dot_rows"),
@@ -63,78 +63,55 @@ fn hsum_i32(v: __m256i) -> i32 {
     _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01)))
 }
 
-/// Σ q·y over one block of 32 (exact): unsigned nibbles (low nibbles = elements 0..16) times i8.
+/// A block's 16 nibble bytes as 32 unsigned values (low nibbles = elements 0..16).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn nibble_dot(qs: *const u8, y: *const i8) -> i32 {
+unsafe fn nibbles(qs: *const u8) -> __m256i {
     let raw = unsafe { _mm_loadu_si128(qs as *const __m128i) };
     let mask = _mm_set1_epi8(0x0F);
     let lo = _mm_and_si128(raw, mask);
     let hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
-    let q = _mm256_set_m128i(hi, lo);
-    let yv = unsafe { _mm256_loadu_si256(y as *const __m256i) };
-    let pairs = _mm256_maddubs_epi16(q, yv);
-    hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    _mm256_set_m128i(hi, lo)
 }
 
-// The quantized dots compute each block's integer sum with AVX2 and then do the float part in
-// exactly the portable kernel's order and operations (no FMA), so the CLI on x86_64 and the
-// browser's wasm fallback produce bit-identical logits, hence the same greedy text.
-
-/// Q4_0 and Q4_1: see `quant::dot::dot_q4` for the algebra.
+/// Bit `i` of a Q5 block's `qh` as 16 in byte `i` (ggml's `bytes_from_bits_32`: broadcast,
+/// shuffle each byte of `qh` to its eight lanes, and test one bit per lane).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q4<const HAS_MIN: bool>(row: *const u8, nb: usize, a: ActRow) -> f32 {
-    let (block_bytes, qs_at) = if HAS_MIN { (20, 4) } else { (18, 2) };
-    let mut sum = 0f32;
-    let y = a.qs.as_ptr();
-    for b in 0..nb {
-        unsafe {
-            let blk = row.add(b * block_bytes);
-            let d = f16_at(blk);
-            let sumi = nibble_dot(blk.add(qs_at), y.add(b * QK));
-            let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -8.0 * d };
-            sum += d * *a.d.get_unchecked(b) * sumi as f32 + offset * *a.s.get_unchecked(b);
-        }
-    }
-    sum
-}
-
-/// Σ q·y over one Q5 block (exact): the nibbles as in [`nibble_dot`] with bit `i` of `qh` set
-/// as 16 in byte `i` (ggml's `bytes_from_bits_32`: broadcast, shuffle each byte of `qh` to its
-/// eight lanes, and test one bit per lane).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q5_dot(qh: u32, qs: *const u8, y: *const i8) -> i32 {
-    let raw = unsafe { _mm_loadu_si128(qs as *const __m128i) };
-    let mask = _mm_set1_epi8(0x0F);
-    let lo = _mm_and_si128(raw, mask);
-    let hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+fn fifth_bits(qh: u32) -> __m256i {
     let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
     let spread = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), shuf);
     let bits = _mm256_cmpeq_epi8(
         _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
         _mm256_set1_epi64x(-1),
     );
-    let q = _mm256_or_si256(_mm256_set_m128i(hi, lo), _mm256_and_si256(bits, _mm256_set1_epi8(0x10)));
-    let yv = unsafe { _mm256_loadu_si256(y as *const __m256i) };
-    hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(q, yv), _mm256_set1_epi16(1)))
+    _mm256_and_si256(bits, _mm256_set1_epi8(0x10))
 }
 
-/// Q5_0 and Q5_1: see `quant::dot::dot_q5` for the algebra (and the float part's order).
+// The quantized dots compute each block's integer sum with AVX2 and then do the float part in
+// exactly the portable kernel's order and operations (no FMA), so the CLI on x86_64 and the
+// browser's wasm fallback produce bit-identical logits, hence the same greedy text.
+
+/// Q4_0, Q4_1 and (`FIVE`) Q5_0, Q5_1: see `quant::dot::dot_q4` for the algebra.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_q5<const HAS_MIN: bool>(row: *const u8, nb: usize, a: ActRow) -> f32 {
-    let (block_bytes, qh_at) = if HAS_MIN { (24, 4) } else { (22, 2) };
+unsafe fn dot_q4<const HAS_MIN: bool, const FIVE: bool>(row: *const u8, nb: usize, a: ActRow) -> f32 {
+    let qs_at = 2 + 2 * HAS_MIN as usize + 4 * FIVE as usize;
+    let zero = if FIVE { 16.0 } else { 8.0 };
     let mut sum = 0f32;
     let y = a.qs.as_ptr();
     for b in 0..nb {
         unsafe {
-            let blk = row.add(b * block_bytes);
+            let blk = row.add(b * (qs_at + 16));
             let d = f16_at(blk);
-            let qh = u32::from_le((blk.add(qh_at) as *const u32).read_unaligned());
-            let sumi = q5_dot(qh, blk.add(qh_at + 4), y.add(b * QK));
-            let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -16.0 * d };
+            let mut q = nibbles(blk.add(qs_at));
+            if FIVE {
+                let qh = u32::from_le((blk.add(qs_at - 4) as *const u32).read_unaligned());
+                q = _mm256_or_si256(q, fifth_bits(qh));
+            }
+            let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
+            let sumi = hsum_i32(bytes_dot(q, yv));
+            let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -zero * d };
             sum += d * *a.d.get_unchecked(b) * sumi as f32 + offset * *a.s.get_unchecked(b);
         }
     }

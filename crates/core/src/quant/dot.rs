@@ -39,10 +39,10 @@ pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: Act
             GgmlType::F16 => dot_half(row, a.x, false),
             GgmlType::BF16 => dot_half(row, a.x, true),
             GgmlType::Q8_0 => dot_q8_0(row, a),
-            GgmlType::Q4_0 => dot_q4(row, a, 18, false),
-            GgmlType::Q4_1 => dot_q4(row, a, 20, true),
-            GgmlType::Q5_0 => dot_q5(row, a, false),
-            GgmlType::Q5_1 => dot_q5(row, a, true),
+            GgmlType::Q4_0 => dot_q4::<false>(row, a, false),
+            GgmlType::Q4_1 => dot_q4::<false>(row, a, true),
+            GgmlType::Q5_0 => dot_q4::<true>(row, a, false),
+            GgmlType::Q5_1 => dot_q4::<true>(row, a, true),
             GgmlType::Q4_K => dot_q4_k(row, a),
             GgmlType::Q6_K => dot_q6_k(row, a),
             _ => unreachable!("checked by dot_rows"),
@@ -144,15 +144,23 @@ fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut
 }
 
 /// Q4_0 (`x = d(q − 8)`) and Q4_1 (`x = dq + m`) share the nibble product `Σ q·y`; they differ
-/// only in the block-sum term: `−8 d s` for Q4_0, `m s` for Q4_1, where `s = d_y Σ y`.
-fn dot_q4(row: &[u8], a: ActRow, block_bytes: usize, has_min: bool) -> f32 {
-    let qs_at = if has_min { 4 } else { 2 };
+/// only in the block-sum term: `−8 d s` for Q4_0, `m s` for Q4_1, where `s = d_y Σ y`. With
+/// `FIVE`, Q5_0 and Q5_1: the same with a fifth bit per value (its `qh` word before the
+/// nibbles) and `−16 d s`. avx2.rs does the float part in this order.
+fn dot_q4<const FIVE: bool>(row: &[u8], a: ActRow, has_min: bool) -> f32 {
+    let qs_at = 2 + 2 * has_min as usize + 4 * FIVE as usize;
+    let zero = if FIVE { 16.0 } else { 8.0 };
     let mut sum = 0f32;
-    for (b, blk) in row.chunks_exact(block_bytes).enumerate() {
+    for (b, blk) in row.chunks_exact(qs_at + 16).enumerate() {
         let y = &a.qs[b * QK..(b + 1) * QK];
-        let sumi = q4_block_sum(&blk[qs_at..qs_at + 16], y);
+        let qs = &blk[qs_at..qs_at + 16];
+        let sumi = if FIVE {
+            q5_block_sum(u32::from_le_bytes(blk[qs_at - 4..qs_at].try_into().unwrap()), qs, y)
+        } else {
+            q4_block_sum(qs, y)
+        };
         let d = read_f16(blk, 0);
-        let offset = if has_min { read_f16(blk, 2) } else { -8.0 * d };
+        let offset = if has_min { read_f16(blk, 2) } else { -zero * d };
         sum += d * a.d[b] * sumi as f32 + offset * a.s[b];
     }
     sum
@@ -183,22 +191,6 @@ fn q5_block_sum(qh: u32, qs: &[u8], y: &[i8]) -> i32 {
     }
     let high: i32 = bits.iter().zip(y).map(|(&h, &v)| h as i32 * v as i32).sum();
     q4_block_sum(qs, y) + 16 * high
-}
-
-/// Q5_0 (`x = d(q − 16)`) and Q5_1 (`x = dq + m`), as [`dot_q4`] with five-bit values: the
-/// integer sum `Σ q·y`, then `−16 d s` or `m s` (avx2.rs does the float part in this order).
-fn dot_q5(row: &[u8], a: ActRow, has_min: bool) -> f32 {
-    let (block, qh_at) = if has_min { (24, 4) } else { (22, 2) };
-    let mut sum = 0f32;
-    for (b, blk) in row.chunks_exact(block).enumerate() {
-        let y = &a.qs[b * QK..(b + 1) * QK];
-        let qh = u32::from_le_bytes(blk[qh_at..qh_at + 4].try_into().unwrap());
-        let sumi = q5_block_sum(qh, &blk[qh_at + 4..], y);
-        let d = read_f16(blk, 0);
-        let offset = if has_min { read_f16(blk, 2) } else { -16.0 * d };
-        sum += d * a.d[b] * sumi as f32 + offset * a.s[b];
-    }
-    sum
 }
 
 /// Q4_K against 8-bit activation blocks of 32 (one per sub-block): `Σ x·y = d·sc·d_y·Σq·y −
