@@ -103,9 +103,10 @@ pub(crate) fn q5_pair(q: u8, qh: u32, j: usize) -> (u8, u8) {
     (lo, hi)
 }
 
-/// The value of largest magnitude, with its sign (the first of equals), as ggml's symmetric
-/// quantizers pick it.
-fn signed_max(x: &[f32]) -> f32 {
+/// ggml's Q4_0/Q5_0 block header: `d = max ÷ −zero`, where `max` is the value of largest
+/// magnitude with its sign (the first of equals), so it maps exactly to level 0; writes `d` as
+/// f16 and returns `1 ÷ d` (0 for a zero block).
+fn symmetric_header(x: &[f32], zero: f32, out: &mut Vec<u8>) -> f32 {
     let (mut amax, mut max) = (0f32, 0f32);
     for &v in x {
         if amax < v.abs() {
@@ -113,7 +114,20 @@ fn signed_max(x: &[f32]) -> f32 {
             max = v;
         }
     }
-    max
+    let d = max / -zero;
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    if d != 0.0 { 1.0 / d } else { 0.0 }
+}
+
+/// ggml's Q4_1/Q5_1 block header: `d = (max − min) ÷ levels` and `min`, both written as f16;
+/// returns `min` and `1 ÷ d` (0 for a constant block).
+fn min_header(x: &[f32], levels: f32, out: &mut Vec<u8>) -> (f32, f32) {
+    let min = x.iter().copied().fold(f32::MAX, f32::min);
+    let max = x.iter().copied().fold(-f32::MAX, f32::max);
+    let d = (max - min) / levels;
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    out.extend_from_slice(&f16::from_f32(min).to_le_bytes());
+    (min, if d != 0.0 { 1.0 / d } else { 0.0 })
 }
 
 /// Packs a Q5 block's 32 five-bit values (element order) into `qh` and the 16 nibble bytes.
@@ -149,10 +163,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
         }
         GgmlType::Q4_0 => {
             for x in src.chunks_exact(QK) {
-                // The value of largest magnitude keeps its sign, so it maps exactly to -8.
-                let d = signed_max(x) / -8.0;
-                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                let id = symmetric_header(x, 8.0, &mut out);
                 for j in 0..16 {
                     let lo = ((x[j] * id + 8.5) as i8).min(15) as u8;
                     let hi = ((x[j + 16] * id + 8.5) as i8).min(15) as u8;
@@ -162,12 +173,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
         }
         GgmlType::Q4_1 => {
             for x in src.chunks_exact(QK) {
-                let min = x.iter().copied().fold(f32::MAX, f32::min);
-                let max = x.iter().copied().fold(-f32::MAX, f32::max);
-                let d = (max - min) / 15.0;
-                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
-                out.extend_from_slice(&f16::from_f32(min).to_le_bytes());
+                let (min, id) = min_header(x, 15.0, &mut out);
                 for j in 0..16 {
                     let lo = (((x[j] - min) * id + 0.5) as i8).min(15) as u8;
                     let hi = (((x[j + 16] - min) * id + 0.5) as i8).min(15) as u8;
@@ -177,22 +183,14 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
         }
         GgmlType::Q5_0 => {
             for x in src.chunks_exact(QK) {
-                // As Q4_0: the value of largest magnitude maps exactly to −16.
-                let d = signed_max(x) / -16.0;
-                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                let id = symmetric_header(x, 16.0, &mut out);
                 let q: [u8; 32] = std::array::from_fn(|j| ((x[j] * id + 16.5) as i8).min(31) as u8);
                 q5_pack(&q, &mut out);
             }
         }
         GgmlType::Q5_1 => {
             for x in src.chunks_exact(QK) {
-                let min = x.iter().copied().fold(f32::MAX, f32::min);
-                let max = x.iter().copied().fold(-f32::MAX, f32::max);
-                let d = (max - min) / 31.0;
-                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
-                out.extend_from_slice(&f16::from_f32(min).to_le_bytes());
+                let (min, id) = min_header(x, 31.0, &mut out);
                 let q: [u8; 32] = std::array::from_fn(|j| ((x[j] - min) * id + 0.5) as u8);
                 q5_pack(&q, &mut out);
             }
