@@ -167,13 +167,32 @@ impl ShapeSpec {
         Ok(header.len() as u64 + *offsets.last().unwrap_or(&0) as u64 + *sizes.last().unwrap_or(&0) as u64)
     }
 
-    fn layout(&self, ty: GgmlType) -> Result<(GgufWriter, Vec<usize>), String> {
+    /// The tensors' data bytes for weights of `ty`: without building the header (whose
+    /// vocabulary alone is 150k strings), so cheap enough for a menu.
+    pub fn weight_bytes(&self, ty: GgmlType) -> Result<u64, String> {
+        Ok(self.sizes(ty)?.iter().map(|&n| n as u64).sum())
+    }
+
+    /// Each tensor's bytes, or why `ty` cannot encode this shape.
+    fn sizes(&self, ty: GgmlType) -> Result<Vec<usize>, String> {
         if !ty.is_supported() {
             return Err(format!(
                 "{ty} cannot be executed by tokscope's engines (supported: {})",
                 GgmlType::SUPPORTED.map(|t| t.name()).join(", ")
             ));
         }
+        self.tensors(ty)
+            .into_iter()
+            .map(|(name, rows, cols, t)| {
+                t.bytes_for((rows * cols) as u64)
+                    .map(|n| n as usize)
+                    .ok_or_else(|| format!("{name}: {cols} columns are not whole {t} blocks"))
+            })
+            .collect()
+    }
+
+    fn layout(&self, ty: GgmlType) -> Result<(GgufWriter, Vec<usize>), String> {
+        let sizes = self.sizes(ty)?;
         let mut w = GgufWriter::new();
         let s = |x: &str| Value::String(x.into());
         let u = |x: usize| Value::U32(x as u32);
@@ -210,17 +229,12 @@ impl ShapeSpec {
             .meta("tokenizer.ggml.eos_token_id", u(2))
             .meta("tokenizer.ggml.add_bos_token", Value::Bool(false))
             .meta("tokenizer.chat_template", s(crate::chat::CHATML_TEMPLATE));
-        let mut sizes = Vec::new();
         for (name, rows, cols, t) in self.tensors(ty) {
             let dims: Vec<u64> = if rows == 1 {
                 vec![cols as u64]
             } else {
                 vec![cols as u64, rows as u64]
             };
-            let n = t
-                .bytes_for((rows * cols) as u64)
-                .ok_or_else(|| format!("{name}: {cols} columns are not whole {t} blocks"))?;
-            sizes.push(n as usize);
             w.tensor(&name, &dims, t, Vec::new());
         }
         Ok((w, sizes))
@@ -231,12 +245,25 @@ impl ShapeSpec {
     pub fn write(&self, ty: GgmlType, seed: u64, out: &mut impl Write) -> io::Result<u64> {
         let (w, sizes) = self.layout(ty).map_err(io::Error::other)?;
         let (header, offsets) = w.header(&sizes);
-        out.write_all(&header)?;
+        self.write_laid_out(ty, seed, &header, &sizes, &offsets, out)
+    }
+
+    /// [`ShapeSpec::write`] once the header and each tensor's size and offset are known.
+    fn write_laid_out(
+        &self,
+        ty: GgmlType,
+        seed: u64,
+        header: &[u8],
+        sizes: &[usize],
+        offsets: &[usize],
+        out: &mut impl Write,
+    ) -> io::Result<u64> {
+        out.write_all(header)?;
         let mut written = header.len() as u64;
         let mut rng = Rng(seed);
         let mut pool: Option<((GgmlType, usize), Pool)> = None;
         let mut at = 0usize;
-        for (((_, rows, cols, t), &size), &offset) in self.tensors(ty).iter().zip(&sizes).zip(&offsets) {
+        for (((_, rows, cols, t), &size), &offset) in self.tensors(ty).iter().zip(sizes).zip(offsets) {
             let pad = offset - at;
             out.write_all(&vec![0u8; pad])?;
             written += pad as u64;
@@ -262,8 +289,12 @@ impl ShapeSpec {
 
     /// The whole file in memory (the page's synthetic models, tests).
     pub fn build(&self, ty: GgmlType, seed: u64) -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(self.file_bytes(ty)? as usize);
-        self.write(ty, seed, &mut out).map_err(|e| e.to_string())?;
+        let (w, sizes) = self.layout(ty)?;
+        let (header, offsets) = w.header(&sizes);
+        let total = header.len() + offsets.last().unwrap_or(&0) + sizes.last().unwrap_or(&0);
+        let mut out = Vec::with_capacity(total);
+        self.write_laid_out(ty, seed, &header, &sizes, &offsets, &mut out)
+            .map_err(|e| e.to_string())?;
         Ok(out)
     }
 }
@@ -313,6 +344,9 @@ mod tests {
             .sum();
         assert_eq!(params, 8_030_261_248);
         let bytes = s.file_bytes(GgmlType::Q4_0).unwrap();
+        // The menu's figure: the data alone, the header's vocabulary left out.
+        let data = s.weight_bytes(GgmlType::Q4_0).unwrap();
+        assert!(data < bytes && bytes - data < 4_000_000, "{data} of {bytes}");
         assert!((4.51e9..4.53e9).contains(&(bytes as f64)), "{bytes}");
         // Llama 3.2 1B (tied): 1,235,814,400 as published; Qwen2.5 0.5B: 494,032,768 less its
         // Q/K/V biases (24 × (896 + 128 + 128)).

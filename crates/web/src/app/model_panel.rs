@@ -103,8 +103,8 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                     {SYNTHETIC_CHOICES.iter().enumerate().map(|(i, (shape, ty))| {
                         let spec = ShapeSpec::by_id(shape).expect("offered shapes exist");
                         let size = tokscope_core::quant::GgmlType::from_name(ty)
-                            .and_then(|t| spec.file_bytes(t).ok())
-                            .map_or(String::new(), |b| format!(" ({:.0} MB)", b as f64 / 1e6));
+                            .and_then(|t| spec.weight_bytes(t).ok())
+                            .map_or(String::new(), |b| format!(" ({:.0} MB of weights)", b as f64 / 1e6));
                         view! { <option value=i.to_string()>{format!("{} {ty}{size}", spec.name)}</option> }
                     }).collect_view()}
                 </select>
