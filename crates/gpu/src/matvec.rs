@@ -70,8 +70,7 @@ const MAX_NC: u32 = 8;
 /// Floats of matvec.wgsl's `red`, which holds WG × R × NC partial sums when LANES > 1.
 const RED_FLOATS: u32 = 512;
 
-/// The weight types the GPU kernels run: those of `GgmlType::SUPPORTED` with a kernel (the
-/// K-quants run on the CPU engine only so far).
+/// The weight types the GPU kernels run: those of `GgmlType::SUPPORTED` with a kernel.
 pub fn gpu_types() -> Vec<GgmlType> {
     GgmlType::SUPPORTED
         .into_iter()
@@ -89,6 +88,8 @@ pub fn entry_point(ty: GgmlType) -> Option<&'static str> {
         GgmlType::Q4_1 => "matvec_q4_1",
         GgmlType::Q5_0 => "matvec_q5_0",
         GgmlType::Q5_1 => "matvec_q5_1",
+        GgmlType::Q4_K => "matvec_q4_k",
+        GgmlType::Q6_K => "matvec_q6_k",
         _ => return None,
     })
 }

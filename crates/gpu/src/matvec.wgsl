@@ -645,6 +645,112 @@ fn matvec_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     finish(lid, r0, c0, acc);
 }
 
+// K-quants: super-blocks of 256 (repack.rs: per unit, Q4_K's 8 quant vec4 then one vec4 of
+// d|dmin and its 12 scale bytes; Q6_K's 13 quant vec4 — ql, qh, scales — and its f16 d in the
+// scale region), each of its 8 sub-blocks of 32 against one staged activation block.
+
+// Byte i of w.
+fn byte_of(w: u32, i: u32) -> u32 {
+    return (w >> (8u * i)) & 0xFFu;
+}
+
+// Q4_K's 6-bit scale and min of sub-block j from its scale words (ggml's get_scale_min_k4).
+fn k4_scale_min(s: vec4<u32>, j: u32) -> vec2<f32> {
+    if (j < 4u) {
+        return vec2<f32>(f32(byte_of(s.y, j) & 63u), f32(byte_of(s.z, j) & 63u));
+    }
+    let sc = (byte_of(s.w, j - 4u) & 0xFu) | ((byte_of(s.y, j - 4u) >> 6u) << 4u);
+    let m = (byte_of(s.w, j - 4u) >> 4u) | ((byte_of(s.z, j - 4u) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}
+
+@compute @workgroup_size(WG)
+fn matvec_q4_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    let nsb = p.cols / 256u;
+    var acc: array<f32, MAX_RC>;
+    for (var sb = lid % LANES; sb < nsb; sb += LANES) {
+        let t0 = tile0(r0, sb, nsb);
+        for (var r = 0u; r < R; r++) {
+            let t = t0 + r;
+            let s = w4[p.scales_at / 4u + t];
+            let dm = unpack2x16float(s.x);
+            for (var k = 0u; k < 4u; k++) {
+                let qa = w4[t * 8u + 2u * k];
+                let qb = w4[t * 8u + 2u * k + 1u];
+                for (var h = 0u; h < 2u; h++) {
+                    let j = 2u * k + h;
+                    let sm = k4_scale_min(s, j);
+                    let shift = vec4<u32>(4u * h);
+                    let na = (qa >> shift) & vec4<u32>(0x0F0F0F0Fu);
+                    let nb4 = (qb >> shift) & vec4<u32>(0x0F0F0F0Fu);
+                    for (var c = 0u; c < NC; c++) {
+                        let xc = staged(c, sb * 8u + j, nb);
+                        acc[r * NC + c] += dm.x * sm.x * xc.d * f32(q8_dot(na, nb4, xc.x0, xc.x1)) - dm.y * sm.y * xc.s;
+                    }
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
+}
+
+// Σ over 16 staged int8 values (one vec4) times the signed bytes of `q` minus 32 each.
+fn q6_half(q: vec4<u32>, x: vec4<u32>) -> i32 {
+    let ones = 0x01010101u;
+    let qx = dot4I8Packed(q.x, x.x) + dot4I8Packed(q.y, x.y) + dot4I8Packed(q.z, x.z) + dot4I8Packed(q.w, x.w);
+    let sx = dot4I8Packed(ones, x.x) + dot4I8Packed(ones, x.y) + dot4I8Packed(ones, x.z) + dot4I8Packed(ones, x.w);
+    return qx - 32 * sx;
+}
+
+// Signed byte i of w.
+fn sbyte_of(w: u32, i: u32) -> i32 {
+    return bitcast<i32>(w << (24u - 8u * i)) >> 24u;
+}
+
+@compute @workgroup_size(WG)
+fn matvec_q6_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    let nsb = p.cols / 256u;
+    var acc: array<f32, MAX_RC>;
+    for (var sb = lid % LANES; sb < nsb; sb += LANES) {
+        let t0 = tile0(r0, sb, nsb);
+        for (var r = 0u; r < R; r++) {
+            let t = t0 + r;
+            let d = half_at(vec4<u32>(w[p.scales_at + t / 2u], 0u, 0u, 0u), t % 2u);
+            let sc = w4[t * 13u + 12u];
+            for (var h = 0u; h < 2u; h++) {
+                let qh0 = w4[t * 13u + 8u + 2u * h];
+                let qh1 = w4[t * 13u + 9u + 2u * h];
+                for (var k = 0u; k < 4u; k++) {
+                    let at = t * 13u + 4u * h + 2u * (k % 2u);
+                    let shift = vec4<u32>(4u * (k / 2u));
+                    let hs = vec4<u32>(2u * k);
+                    let m4 = vec4<u32>(0x0F0F0F0Fu);
+                    let m2 = vec4<u32>(0x03030303u);
+                    let q0 = ((w4[at] >> shift) & m4) | (((qh0 >> hs) & m2) << vec4<u32>(4u));
+                    let q1 = ((w4[at + 1u] >> shift) & m4) | (((qh1 >> hs) & m2) << vec4<u32>(4u));
+                    let si = 8u * h + 2u * k;
+                    let s0 = sbyte_of(sc[si / 4u], si % 4u);
+                    let s1 = sbyte_of(sc[(si + 1u) / 4u], (si + 1u) % 4u);
+                    for (var c = 0u; c < NC; c++) {
+                        let xc = staged(c, sb * 8u + 4u * h + k, nb);
+                        let sumi = q6_half(q0, xc.x0) * s0 + q6_half(q1, xc.x1) * s1;
+                        acc[r * NC + c] += d * xc.d * f32(sumi);
+                    }
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
+}
+
 // Four weights of rows r and r + 1 (r even) of a 16-bit float tile pair: f16 or bf16.
 fn f16_pair(v: vec4<u32>) -> array<vec4<f32>, 2> {
     return array(vec4<f32>(unpack2x16float(v.x), unpack2x16float(v.y)), vec4<f32>(unpack2x16float(v.z), unpack2x16float(v.w)));

@@ -124,6 +124,36 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
             }
             (words, at)
         }
+        GgmlType::Q4_K => {
+            // Per super-block: 8 vec4 of nibbles, then (region 2) d|dmin and the 12 scale bytes.
+            let mut qs = Vec::with_capacity(bytes.len() / 144 * 32);
+            let mut sc = Vec::with_capacity(bytes.len() / 144 * 4);
+            for blk in bytes.chunks_exact(144) {
+                sc.push(f16_bits(blk, 0) | (f16_bits(blk, 2) << 16));
+                sc.extend(blk[4..16].chunks_exact(4).map(word));
+                qs.extend(blk[16..].chunks_exact(4).map(word));
+            }
+            let units = cols / 256;
+            let mut words = place(qs, 32, units);
+            let at = words.len();
+            words.extend(place(sc, 4, units));
+            (words, at)
+        }
+        GgmlType::Q6_K => {
+            // Per super-block: ql, qh and the 16 scale bytes (13 vec4), then (region 2) d, two
+            // halves a word.
+            let mut qs = Vec::with_capacity(bytes.len() / 210 * 52);
+            let mut ds = Vec::with_capacity(bytes.len() / 210);
+            for blk in bytes.chunks_exact(210) {
+                qs.extend(blk[..208].chunks_exact(4).map(word));
+                ds.push(f16_bits(blk, 208));
+            }
+            let units = cols / 256;
+            let mut words = place(qs, 52, units);
+            let at = words.len();
+            words.extend(pack_halves(&place(ds, 1, units)));
+            (words, at)
+        }
         other => return Err(UnsupportedType(other, "uploaded to the GPU")),
     };
     Ok(Packed {
@@ -170,18 +200,36 @@ mod tests {
                     }
                 }
             }
+            GgmlType::Q4_K | GgmlType::Q6_K => {
+                // Rebuild the GGUF block from the packed words, then dequantize it.
+                let (t, j) = (tile(r, c / 256, p.cols / 256, p.group), c % 256);
+                let bytes_of = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+                let mut blk = Vec::new();
+                let mut out = [0f32; 256];
+                if p.ty == GgmlType::Q4_K {
+                    blk.extend(bytes_of(&p.words[p.scales_at + 4 * t..p.scales_at + 4 * t + 4]));
+                    blk.extend(bytes_of(&p.words[32 * t..32 * t + 32]));
+                } else {
+                    blk.extend(bytes_of(&p.words[52 * t..52 * t + 52]));
+                    let d = p.words[p.scales_at + t / 2] >> (16 * (t % 2));
+                    blk.extend_from_slice(&(d as u16).to_le_bytes());
+                }
+                dequantize_row(p.ty, &blk, &mut out).unwrap();
+                out[j]
+            }
             _ => unreachable!(),
         }
     }
 
     #[test]
     fn packed_layout_holds_exactly_the_gguf_values_and_bytes() {
-        let (rows, cols) = (3, 96); // 9 blocks: an odd count leaves half a scale word
-        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 29 % 61) as f32 - 30.0) / 7.0).collect();
+        // 9 blocks: an odd count leaves half a scale word; K-quants: 3 super-blocks.
         for (ty, group) in crate::matvec::gpu_types()
             .into_iter()
             .flat_map(|t| [1, 2, 8].map(|g| (t, g)))
         {
+            let (rows, cols) = (3, if ty.block_size() == 256 { 768 } else { 96 });
+            let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 29 % 61) as f32 - 30.0) / 7.0).collect();
             let bytes = quantize_row(ty, &x).unwrap();
             let p = repack(ty, rows, cols, &bytes, group).unwrap();
             let mut expect = vec![0f32; rows * cols];

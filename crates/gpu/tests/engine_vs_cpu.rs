@@ -207,24 +207,27 @@ fn an_output_head_larger_than_a_binding_runs_in_slices() {
     assert_eq!(top[0].1, argmax(cpu.decode(TOKENS[4]).unwrap()));
 }
 
-/// A type the CPU engine runs but the GPU kernels do not yet (the K-quants) is refused by name,
-/// saying which engine runs it, not uploaded as garbage.
+/// A Q4_K_M-like mix (Q4_K layers, Q6_K embedding and head) over 40 decoded tokens: the
+/// K-quant kernels inside the whole pass (fused QKV + RoPE, SwiGLU pairs, residual adds, head).
 #[test]
-fn types_without_a_gpu_kernel_are_named() {
+fn k_quant_mix_decodes_like_the_cpu_engine() {
     let Some(ctx) = common::gpu() else { return };
-    let spec = TinyLlama {
-        weight_type: GgmlType::Q4_K,
-        d_model: 256,
-        ffn_dim: 512,
-        ..Default::default()
-    };
-    let model = Arc::new(Model::load(spec.build()).unwrap());
-    let e = GpuEngine::new(Arc::new(ctx), model, 8, |_, _| {})
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(
-        e.contains("Q4_K") && e.contains("blk.0.") && e.contains("the CPU engine runs it"),
-        "{e}"
-    );
+    let ctx = Arc::new(ctx);
+    for (layers, embd) in [(GgmlType::Q4_K, GgmlType::Q6_K), (GgmlType::Q6_K, GgmlType::F32)] {
+        let spec = TinyLlama {
+            weight_type: layers,
+            embd_type: embd,
+            d_model: 256,
+            ffn_dim: 512,
+            ..Default::default()
+        };
+        let model = Arc::new(Model::load(spec.build()).unwrap());
+        let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
+        for i in 0..40u32 {
+            let t = (i * 37 + 5) % 256;
+            let want = cpu.decode(t).unwrap().to_vec();
+            assert_logits_close(layers, i as usize, &gpu.decode(t).unwrap(), &want);
+        }
+    }
 }

@@ -8,12 +8,16 @@ use tokscope_core::synthetic::TinyLlama;
 
 pub const TOKENS: [u32; 12] = [1, 77, 104, 105, 200, 3, 45, 45, 260, 12, 99, 2];
 
-/// The tiny synthetic model with every weight (the embedding too) of type `ty`.
+/// The tiny synthetic model with every weight (the embedding too) of type `ty`; 256 wide for
+/// the K-quants (whole super-blocks).
 pub fn tiny_model(ty: GgmlType) -> Arc<Model<Vec<u8>>> {
+    let (d_model, ffn_dim) = if ty.block_size() == 256 { (256, 512) } else { (64, 96) };
     let spec = TinyLlama {
         weight_type: ty,
         embd_type: ty,
         tied_output: false,
+        d_model,
+        ffn_dim,
         ..Default::default()
     };
     Arc::new(Model::load(spec.build()).unwrap())
@@ -45,12 +49,16 @@ pub fn long_prompt() -> Vec<u32> {
 }
 
 /// Both engines round activations to the same 8-bit blocks for quantized weights, so only f32
-/// summation order differs: logits agree within 1e-4 of their scale.
+/// summation order differs: float models' logits agree within 1e-4 of their scale. Where
+/// activations are rounded, that order can put a value on the other side of a rounding step in
+/// one engine, and the step's reach through the later layers is up to ≈ 0.6 % of the logits'
+/// scale on these tiny models: the CPU engine against itself with one norm nudged by 3 ULPs moves
+/// as far (`cpu::engine` test `a_few_ulps_flip_an_activation_rounding_step`). So quantized models
+/// are held to 1e-2 of the scale, still far inside what a wrong scale, nibble or position costs
+/// (whole units; the matvec tests hold every kernel to 1e-4 on its own).
 pub fn assert_logits_close(ty: GgmlType, step: usize, got: &[f32], want: &[f32]) {
     let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
     let diff = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-    assert!(
-        diff <= 1e-4 * scale,
-        "{ty} step {step}: max diff {diff} (scale {scale})"
-    );
+    let tol = if ty.is_quantized() { 1e-2 } else { 1e-4 };
+    assert!(diff <= tol * scale, "{ty} step {step}: max diff {diff} (scale {scale})");
 }
