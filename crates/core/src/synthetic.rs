@@ -1,12 +1,17 @@
-//! Tiny random llama models written as real GGUF files, for fast tests of the reader, both
+//! Tiny random models (llama, gemma3, qwen2, qwen3) written as real GGUF files, for fast tests of the reader, both
 //! engines and the CLI without a download. The tokenizer is a byte-level BPE over the 256
 //! bytes plus a few merges and ChatML's special tokens, so every text round-trips.
 
 use crate::gguf::{GgufWriter, Value, ValueType};
+use crate::model::Family;
 use crate::quant::{GgmlType, quantize_row};
 
 #[derive(Debug, Clone)]
 pub struct TinyLlama {
+    /// The architecture: its keys are `{family}.*` and it gets that family's extra tensors.
+    pub family: Family,
+    /// Gemma 3's sliding window (its layers 0–4 of every 6 attend this far back).
+    pub sliding_window: usize,
     pub n_layers: usize,
     pub d_model: usize,
     pub n_heads: usize,
@@ -27,6 +32,8 @@ impl Default for TinyLlama {
     /// 2 layers, d = 64, 4 heads sharing 2 KV heads: the shape of the real thing, in 100 KB.
     fn default() -> Self {
         Self {
+            family: Family::Llama,
+            sliding_window: 5,
             n_layers: 2,
             d_model: 64,
             n_heads: 4,
@@ -133,17 +140,25 @@ impl TinyLlama {
         let s = |x: &str| Value::String(x.into());
         let u = |x: usize| Value::U32(x as u32);
         let strings = |xs: Vec<String>| Value::Array(ValueType::String, xs.into_iter().map(Value::String).collect());
-        w.meta("general.architecture", s("llama"))
+        let arch = self.family.name();
+        let k = |key: &str| format!("{arch}.{key}");
+        w.meta("general.architecture", s(arch))
             .meta("general.name", s("tokscope tiny test model"))
-            .meta("llama.block_count", u(self.n_layers))
-            .meta("llama.context_length", u(self.context_length))
-            .meta("llama.embedding_length", u(d))
-            .meta("llama.feed_forward_length", u(ffn))
-            .meta("llama.attention.head_count", u(self.n_heads))
-            .meta("llama.attention.head_count_kv", u(self.n_kv_heads))
-            .meta("llama.rope.freq_base", Value::F32(10000.0))
-            .meta("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
-            .meta("tokenizer.ggml.bos_token_id", u(1))
+            .meta(&k("block_count"), u(self.n_layers))
+            .meta(&k("context_length"), u(self.context_length))
+            .meta(&k("embedding_length"), u(d))
+            .meta(&k("feed_forward_length"), u(ffn))
+            .meta(&k("attention.head_count"), u(self.n_heads))
+            .meta(&k("attention.head_count_kv"), u(self.n_kv_heads))
+            .meta(
+                &k("rope.freq_base"),
+                Value::F32(if self.family == Family::Gemma3 { 1e6 } else { 1e4 }),
+            )
+            .meta(&k("attention.layer_norm_rms_epsilon"), Value::F32(1e-5));
+        if self.family == Family::Gemma3 {
+            w.meta(&k("attention.sliding_window"), u(self.sliding_window));
+        }
+        w.meta("tokenizer.ggml.bos_token_id", u(1))
             .meta("tokenizer.ggml.eos_token_id", u(2));
         let ints = |xs: Vec<i32>| Value::Array(ValueType::I32, xs.into_iter().map(Value::I32).collect());
         if self.spm {
@@ -193,6 +208,21 @@ impl TinyLlama {
             tensor(&mut w, &n("ffn_gate"), ffn, d, wt, mat_scale, 0.0);
             tensor(&mut w, &n("ffn_up"), ffn, d, wt, mat_scale, 0.0);
             tensor(&mut w, &n("ffn_down"), d, ffn, wt, 1.0 / (ffn as f32).sqrt(), 0.0);
+            let f = self.family;
+            if f.qk_norm() {
+                tensor(&mut w, &n("attn_q_norm"), 1, head_dim, GgmlType::F32, 0.2, 1.0);
+                tensor(&mut w, &n("attn_k_norm"), 1, head_dim, GgmlType::F32, 0.2, 1.0);
+            }
+            if f.post_norms() {
+                tensor(&mut w, &n("post_attention_norm"), 1, d, GgmlType::F32, 0.2, 1.0);
+                tensor(&mut w, &n("post_ffw_norm"), 1, d, GgmlType::F32, 0.2, 1.0);
+            }
+            if f.qkv_bias() {
+                let b = |p: &str| format!("blk.{i}.{p}.bias");
+                tensor(&mut w, &b("attn_q"), 1, d, GgmlType::F32, 0.5, 0.0);
+                tensor(&mut w, &b("attn_k"), 1, kv, GgmlType::F32, 0.5, 0.0);
+                tensor(&mut w, &b("attn_v"), 1, kv, GgmlType::F32, 0.5, 0.0);
+            }
         }
         tensor(&mut w, "output_norm.weight", 1, d, GgmlType::F32, 0.2, 1.0);
         if !self.tied_output {

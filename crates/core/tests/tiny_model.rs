@@ -33,14 +33,21 @@ impl Naive {
         x.iter().zip(&w).map(|(v, g)| v / (ms + 1e-5).sqrt() * g).collect()
     }
 
-    fn rope(x: &mut [f32], hd: usize, pos: usize) {
+    fn has(&self, name: &str) -> bool {
+        self.m.gguf.tensor(name).is_some()
+    }
+
+    /// RoPE (RoFormer): dimension pairs rotated by `pos · base^(−2i/hd)`; the pairs are adjacent
+    /// (llama's converted layout) or `(i, i + hd/2)` (HF's, which gemma and qwen GGUFs keep).
+    fn rope(x: &mut [f32], hd: usize, pos: usize, base: f64, halves: bool) {
         for h in x.chunks_mut(hd) {
             for i in 0..hd / 2 {
-                let theta = pos as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
+                let theta = pos as f64 * base.powf(-2.0 * i as f64 / hd as f64);
                 let (s, c) = (theta.sin() as f32, theta.cos() as f32);
-                let (a, b) = (h[2 * i], h[2 * i + 1]);
-                h[2 * i] = a * c - b * s;
-                h[2 * i + 1] = a * s + b * c;
+                let (ia, ib) = if halves { (i, i + hd / 2) } else { (2 * i, 2 * i + 1) };
+                let (a, b) = (h[ia], h[ib]);
+                h[ia] = a * c - b * s;
+                h[ib] = a * s + b * c;
             }
         }
     }
@@ -52,24 +59,44 @@ impl Naive {
         let mut ks: Vec<Vec<Vec<f32>>> = vec![vec![]; c.n_layers];
         let mut vs: Vec<Vec<Vec<f32>>> = vec![vec![]; c.n_layers];
         let (embd, d) = self.w("token_embd.weight");
+        let gemma = c.architecture == "gemma3";
+        let halves = c.architecture != "llama";
         let mut all = vec![];
         for (pos, &t) in tokens.iter().enumerate() {
             let mut x = embd[t as usize * d..(t as usize + 1) * d].to_vec();
+            if gemma {
+                x.iter_mut().for_each(|v| *v *= (d as f32).sqrt());
+            }
             for l in 0..c.n_layers {
                 let n = |p: &str| format!("blk.{l}.{p}.weight");
                 let h = self.rms(&n("attn_norm"), &x);
                 let mut q = self.matvec(&n("attn_q"), &h);
                 let mut k = self.matvec(&n("attn_k"), &h);
-                let v = self.matvec(&n("attn_v"), &h);
-                Self::rope(&mut q, hd, pos);
-                Self::rope(&mut k, hd, pos);
+                let mut v = self.matvec(&n("attn_v"), &h);
+                for (y, b) in [(&mut q, "attn_q"), (&mut k, "attn_k"), (&mut v, "attn_v")] {
+                    let bias = format!("blk.{l}.{b}.bias");
+                    if self.has(&bias) {
+                        y.iter_mut().zip(self.w(&bias).0).for_each(|(y, b)| *y += b);
+                    }
+                }
+                if self.has(&n("attn_q_norm")) {
+                    q = q.chunks(hd).flat_map(|h| self.rms(&n("attn_q_norm"), h)).collect();
+                    k = k.chunks(hd).flat_map(|h| self.rms(&n("attn_k_norm"), h)).collect();
+                }
+                // Gemma 3: five sliding-window layers (local base 10,000) to one global.
+                let sliding = gemma && l % 6 < 5;
+                let base = if gemma && !sliding { 1e6 } else { 1e4 };
+                let window = if sliding { c.sliding_window.unwrap() } else { usize::MAX };
+                Self::rope(&mut q, hd, pos, base, halves);
+                Self::rope(&mut k, hd, pos, base, halves);
                 ks[l].push(k);
                 vs[l].push(v);
+                let from = (pos + 1).saturating_sub(window);
                 let mut att = vec![0f32; c.n_heads * hd];
                 for head in 0..c.n_heads {
                     let kvh = head / group;
                     let qh = &q[head * hd..(head + 1) * hd];
-                    let scores: Vec<f32> = ks[l]
+                    let scores: Vec<f32> = ks[l][from..]
                         .iter()
                         .map(|k| {
                             qh.iter()
@@ -84,17 +111,35 @@ impl Naive {
                     let sum: f32 = e.iter().sum();
                     for (j, p) in e.iter().enumerate() {
                         for i in 0..hd {
-                            att[head * hd + i] += p / sum * vs[l][j][kvh * hd + i];
+                            att[head * hd + i] += p / sum * vs[l][from + j][kvh * hd + i];
                         }
                     }
                 }
-                let o = self.matvec(&n("attn_output"), &att);
+                let mut o = self.matvec(&n("attn_output"), &att);
+                if self.has(&n("post_attention_norm")) {
+                    o = self.rms(&n("post_attention_norm"), &o);
+                }
                 x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
                 let h = self.rms(&n("ffn_norm"), &x);
                 let g = self.matvec(&n("ffn_gate"), &h);
                 let u = self.matvec(&n("ffn_up"), &h);
-                let act: Vec<f32> = g.iter().zip(&u).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
-                let dn = self.matvec(&n("ffn_down"), &act);
+                let act: Vec<f32> = g
+                    .iter()
+                    .zip(&u)
+                    .map(|(&g, u)| {
+                        if gemma {
+                            // GELU, tanh form (Hendrycks & Gimpel 2016).
+                            let inner = (2.0 / std::f32::consts::PI).sqrt() * (g + 0.044715 * g * g * g);
+                            0.5 * g * (1.0 + inner.tanh()) * u
+                        } else {
+                            g / (1.0 + (-g).exp()) * u
+                        }
+                    })
+                    .collect();
+                let mut dn = self.matvec(&n("ffn_down"), &act);
+                if self.has(&n("post_ffw_norm")) {
+                    dn = self.rms(&n("post_ffw_norm"), &dn);
+                }
                 x.iter_mut().zip(&dn).for_each(|(a, b)| *a += b);
             }
             let h = self.rms("output_norm.weight", &x);
@@ -164,6 +209,46 @@ fn engine_matches_naive_forward_for_every_weight_type() {
                 );
             }
         }
+    }
+}
+
+/// Every family's forward pass against the naive one: gemma3 over 6 layers (five sliding, one
+/// global) with a window shorter than the prompt, qwen2's biases, qwen3's Q/K norms; F32
+/// weights so any difference is the architecture, not rounding. Prefill in one batch must equal
+/// decoding token by token (the window applies per row).
+#[test]
+fn every_family_matches_naive_forward() {
+    use tokscope_core::model::Family;
+    for family in [Family::Gemma3, Family::Qwen2, Family::Qwen3] {
+        let spec = TinyLlama {
+            family,
+            n_layers: if family == Family::Gemma3 { 6 } else { 2 },
+            sliding_window: 5,
+            weight_type: GgmlType::F32,
+            embd_type: GgmlType::F32,
+            spm: family == Family::Gemma3,
+            ..Default::default()
+        };
+        let naive = Naive {
+            m: Model::load(spec.build()).unwrap(),
+        }
+        .run(&TOKENS[..11]);
+        let mut e = engine(&spec, 64);
+        for (i, &t) in TOKENS[..11].iter().enumerate() {
+            let got = e.decode(t).unwrap();
+            let diff = max_abs_diff(got, &naive[i]);
+            assert!(
+                diff <= 1e-4 * scale(&naive[i]).max(1.0),
+                "{family:?} step {i}: max diff {diff}, scale {}",
+                scale(&naive[i])
+            );
+        }
+        let mut batched = engine(&spec, 64);
+        let last = batched.prefill(&TOKENS[..11]).unwrap();
+        assert!(
+            max_abs_diff(last, &naive[10]) <= 1e-4 * scale(&naive[10]).max(1.0),
+            "{family:?} prefill"
+        );
     }
 }
 
@@ -326,7 +411,7 @@ fn bytes_per_token_counts_weights_once_and_kv_per_position() {
         .map(|l| {
             l.matrices()
                 .iter()
-                .chain(l.norms().iter())
+                .chain(l.vectors().iter())
                 .map(|w| w.n_bytes())
                 .sum::<u64>()
         })

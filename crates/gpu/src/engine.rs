@@ -26,7 +26,7 @@ use crate::{GpuContext, GpuError};
 use std::sync::Arc;
 use tokscope_core::cpu::EngineError;
 use tokscope_core::cpu::ops::rope_table;
-use tokscope_core::model::{Model, Weight};
+use tokscope_core::model::{Family, Model, Weight};
 use tokscope_core::quant::GgmlType;
 use wgpu::util::DeviceExt;
 
@@ -226,6 +226,13 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             )));
         }
         let c = &model.config;
+        if c.family != Family::Llama {
+            return Err(GpuEngineError::Unsupported(format!(
+                "the {} architecture (per-head norms, post-norms, GELU, sliding windows or biases) \
+                 has no GPU kernels yet; the CPU engine runs it",
+                c.architecture
+            )));
+        }
         if c.rope_dim != c.head_dim {
             return Err(GpuEngineError::Unsupported(format!(
                 "partial RoPE ({} of {} dims) is not implemented on the GPU yet",
@@ -439,7 +446,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         )));
         let staging = Staging::new(&ctx, (seqs * (c.vocab_size * 4).max(MAX_TOP_K * 8)) as u64);
         Ok(Self {
-            inv_freq: model.rope_inv_freq(),
+            inv_freq: model.rope_inv_freq(0),
             embed_rows: vec![0.0; n * d],
             cos_sin: vec![0.0; n * c.head_dim],
             model,

@@ -8,8 +8,10 @@
 use super::attention::{AttentionShape, MAX_HEAD_DIM, attention};
 use super::kv_cache::KvCache;
 use super::matmul::matmul;
-use super::ops::{add_in_place, apply_rope, rms_norm, rope_table, silu_mul};
-use crate::model::Model;
+use super::ops::{
+    add_in_place, apply_rope, apply_rope_halves, gelu_mul, rms_norm, rms_norm_each, rope_table, silu_mul,
+};
+use crate::model::{LayerDesc, Model};
 use crate::quant::Acts;
 use std::sync::Arc;
 use thiserror::Error;
@@ -64,10 +66,40 @@ pub struct CpuEngine<B> {
     kv: Vec<KvCache>,
     /// Tokens in each sequence's cache.
     pos: Vec<usize>,
-    norms: Vec<[Vec<f32>; 2]>,
+    vecs: Vec<LayerVecs>,
     output_norm: Vec<f32>,
-    inv_freq: Vec<f32>,
     s: Scratch,
+}
+
+/// One layer's small vectors as f32 (norm gains, biases, RoPE frequencies), read once at load.
+struct LayerVecs {
+    attn_norm: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    post_attn_norm: Option<Vec<f32>>,
+    post_ffn_norm: Option<Vec<f32>>,
+    bias: Option<[Vec<f32>; 3]>,
+    inv_freq: Vec<f32>,
+}
+
+impl LayerVecs {
+    fn new<B: AsRef<[u8]>>(model: &Model<B>, li: usize, l: &LayerDesc) -> Self {
+        let f = |w: &Option<crate::model::Weight>| w.as_ref().map(|w| model.dequantized(w));
+        Self {
+            attn_norm: model.dequantized(&l.attn_norm),
+            ffn_norm: model.dequantized(&l.ffn_norm),
+            q_norm: f(&l.q_norm),
+            k_norm: f(&l.k_norm),
+            post_attn_norm: f(&l.post_attn_norm),
+            post_ffn_norm: f(&l.post_ffn_norm),
+            bias: match (f(&l.bq), f(&l.bk), f(&l.bv)) {
+                (Some(q), Some(k), Some(v)) => Some([q, k, v]),
+                _ => None,
+            },
+            inv_freq: model.rope_inv_freq(li),
+        }
+    }
 }
 
 impl<B: AsRef<[u8]>> CpuEngine<B> {
@@ -87,11 +119,8 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
         }
         let context = context.clamp(1, c.context_length);
         let n = PREFILL_CHUNK.max(seqs);
-        let norms = model
-            .desc
-            .layers
-            .iter()
-            .map(|l| [model.dequantized(&l.attn_norm), model.dequantized(&l.ffn_norm)])
+        let vecs = (model.desc.layers.iter().enumerate())
+            .map(|(li, l)| LayerVecs::new(&model, li, l))
             .collect();
         let s = Scratch {
             x: vec![0.0; n * c.d_model],
@@ -116,8 +145,7 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
                 .collect(),
             pos: vec![0; seqs],
             output_norm: model.dequantized(&model.desc.output_norm),
-            inv_freq: model.rope_inv_freq(),
-            norms,
+            vecs,
             model,
             s,
         })
@@ -229,24 +257,44 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
             n_heads: c.n_heads,
             n_kv_heads: c.n_kv_heads,
             head_dim: c.head_dim,
+            scale: c.attn_scale(),
+        };
+        let rope = if c.family.rope_halves() {
+            apply_rope_halves
+        } else {
+            apply_rope
         };
         let (qd, kvd, fd) = (c.q_dim(), c.kv_dim(), c.ffn_dim);
         for (li, layer) in model.desc.layers.iter().enumerate() {
-            let [attn_norm, ffn_norm] = &self.norms[li];
-            norm_rows(&s.x[..n * d], attn_norm, c.rms_eps, &mut s.xb);
+            let v = &self.vecs[li];
+            let first = |p: usize| c.first_attended(li, p);
+            norm_rows(&s.x[..n * d], &v.attn_norm, c.rms_eps, &mut s.xb);
             matmul(&layer.wq, bytes, &s.xb, &mut s.q, &mut s.tmp);
             matmul(&layer.wk, bytes, &s.xb, &mut s.k, &mut s.tmp);
             matmul(&layer.wv, bytes, &s.xb, &mut s.v, &mut s.tmp);
+            if let Some([bq, bk, bv]) = &v.bias {
+                for (out, b) in [
+                    (&mut s.q[..n * qd], bq),
+                    (&mut s.k[..n * kvd], bk),
+                    (&mut s.v[..n * kvd], bv),
+                ] {
+                    out.chunks_exact_mut(b.len()).for_each(|row| add_in_place(row, b));
+                }
+            }
+            if let (Some(qn), Some(kn)) = (&v.q_norm, &v.k_norm) {
+                rms_norm_each(&mut s.q[..n * qd], qn, c.rms_eps, &mut s.tmp);
+                rms_norm_each(&mut s.k[..n * kvd], kn, c.rms_eps, &mut s.tmp);
+            }
             for t in 0..n {
-                rope_table(at(t).1, &self.inv_freq, &mut s.cos, &mut s.sin);
-                apply_rope(&mut s.q[t * qd..(t + 1) * qd], c.head_dim, &s.cos, &s.sin);
-                apply_rope(&mut s.k[t * kvd..(t + 1) * kvd], c.head_dim, &s.cos, &s.sin);
+                rope_table(at(t).1, &v.inv_freq, &mut s.cos, &mut s.sin);
+                rope(&mut s.q[t * qd..(t + 1) * qd], c.head_dim, &s.cos, &s.sin);
+                rope(&mut s.k[t * kvd..(t + 1) * kvd], c.head_dim, &s.cos, &s.sin);
             }
             match rows {
                 Rows::Run { seq, pos0 } => {
                     self.kv[seq].write(li, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
                     let (kc, vc) = self.kv[seq].layer(li, pos0 + n);
-                    attention(&shape, &s.q[..n * qd], kc, vc, pos0, s.att.x_mut());
+                    attention(&shape, &s.q[..n * qd], kc, vc, pos0, &first, s.att.x_mut());
                 }
                 Rows::Batch => {
                     for t in 0..n {
@@ -259,6 +307,7 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
                             kc,
                             vc,
                             pos,
+                            &first,
                             &mut s.att.x_mut()[t * qd..(t + 1) * qd],
                         );
                     }
@@ -266,15 +315,25 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
             }
             s.att.quantize();
             matmul(&layer.wo, bytes, &s.att, &mut s.proj, &mut s.tmp);
+            if let Some(w) = &v.post_attn_norm {
+                rms_norm_each(&mut s.proj[..n * d], w, c.rms_eps, &mut s.tmp);
+            }
             add_in_place(&mut s.x[..n * d], &s.proj[..n * d]);
 
-            norm_rows(&s.x[..n * d], ffn_norm, c.rms_eps, &mut s.xb);
+            norm_rows(&s.x[..n * d], &v.ffn_norm, c.rms_eps, &mut s.xb);
             matmul(&layer.w_gate, bytes, &s.xb, &mut s.gate, &mut s.tmp);
             matmul(&layer.w_up, bytes, &s.xb, &mut s.up, &mut s.tmp);
-            silu_mul(&mut s.gate[..n * fd], &s.up[..n * fd]);
+            if c.family.gelu() {
+                gelu_mul(&mut s.gate[..n * fd], &s.up[..n * fd]);
+            } else {
+                silu_mul(&mut s.gate[..n * fd], &s.up[..n * fd]);
+            }
             s.hb.x_mut().copy_from_slice(&s.gate[..n * fd]);
             s.hb.quantize();
             matmul(&layer.w_down, bytes, &s.hb, &mut s.proj, &mut s.tmp);
+            if let Some(w) = &v.post_ffn_norm {
+                rms_norm_each(&mut s.proj[..n * d], w, c.rms_eps, &mut s.tmp);
+            }
             add_in_place(&mut s.x[..n * d], &s.proj[..n * d]);
         }
         // Logits of the last row for a run; of every row (one per sequence) for a batch.

@@ -42,10 +42,42 @@ pub fn apply_rope(x: &mut [f32], head_dim: usize, cos: &[f32], sin: &[f32]) {
     }
 }
 
+/// Rotates `(x[i], x[i + n/2])` of each head, `n` = 2 × the table's length (llama.cpp's
+/// `GGML_ROPE_TYPE_NEOX`: gemma, qwen and most non-llama converters keep HF's layout).
+pub fn apply_rope_halves(x: &mut [f32], head_dim: usize, cos: &[f32], sin: &[f32]) {
+    let half = cos.len();
+    for head in x.chunks_exact_mut(head_dim) {
+        for (i, (c, s)) in cos.iter().zip(sin).enumerate() {
+            let (a, b) = (head[i], head[i + half]);
+            head[i] = a * c - b * s;
+            head[i + half] = a * s + b * c;
+        }
+    }
+}
+
 /// SwiGLU (Shazeer 2020): `silu(gate) · up`, written into `gate`.
 pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
     for (g, u) in gate.iter_mut().zip(up) {
         *g = *g / (1.0 + libm::expf(-*g)) * u;
+    }
+}
+
+/// GeGLU (Shazeer 2020) with GELU's tanh approximation (Hendrycks & Gimpel 2016, as ggml's
+/// `ggml_gelu`): `0.5·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))) · up`, written into `gate`.
+pub fn gelu_mul(gate: &mut [f32], up: &[f32]) {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    for (g, u) in gate.iter_mut().zip(up) {
+        let x = *g;
+        *g = 0.5 * x * (1.0 + libm::tanhf(SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x))) * u;
+    }
+}
+
+/// RMSNorm of each `w.len()`-wide slice of `x` in place (per-head Q/K norms, post-norms).
+pub fn rms_norm_each(x: &mut [f32], w: &[f32], eps: f32, tmp: &mut Vec<f32>) {
+    tmp.resize(w.len(), 0.0);
+    for part in x.chunks_exact_mut(w.len()) {
+        rms_norm(part, w, eps, tmp);
+        part.copy_from_slice(tmp);
     }
 }
 
@@ -92,6 +124,29 @@ mod tests {
         assert!((x[2] + 0.02f32.sin()).abs() < 1e-6 && (x[3] - 0.02f32.cos()).abs() < 1e-6);
         let scaled = rope_inv_freq(4, 10000.0, Some(&[1.0, 4.0]));
         assert!((scaled[1] - 0.0025).abs() < 1e-7);
+    }
+
+    #[test]
+    fn rope_on_halves_rotates_i_with_i_plus_half() {
+        let inv = rope_inv_freq(4, 10000.0, None);
+        let (mut c, mut s) = ([0f32; 2], [0f32; 2]);
+        rope_table(2, &inv, &mut c, &mut s);
+        let mut x = [1.0, 0.0, 0.0, 1.0];
+        apply_rope_halves(&mut x, 4, &c, &s);
+        // Pairs (x0, x2) by angle 2 and (x1, x3) by 0.02.
+        assert!((x[0] - 2f32.cos()).abs() < 1e-6 && (x[2] - 2f32.sin()).abs() < 1e-6);
+        assert!((x[1] + 0.02f32.sin()).abs() < 1e-6 && (x[3] - 0.02f32.cos()).abs() < 1e-6);
+    }
+
+    /// GELU-tanh at hand-computed points (0.5·x·(1 + tanh(0.79788·(x + 0.044715x³)))).
+    #[test]
+    fn gelu_tanh_values() {
+        let mut g = [0.0, 1.0, -1.0, 3.0];
+        gelu_mul(&mut g, &[1.0, 1.0, 1.0, 2.0]);
+        let want = [0.0, 0.841_192, -0.158_808, 2.0 * 2.996_363];
+        for (a, b) in g.iter().zip(want) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The one description of a llama-family model: which GGUF tensor plays which part, with its
 //! format and shape, checked once. The CPU and GPU engines are two executors of this.
 //!
-//! Tensor names: llama.cpp's `LLM_TENSOR_NAMES` for `LLM_ARCH_LLAMA` (src/llama-arch.cpp).
+//! Tensor names: llama.cpp's `LLM_TENSOR_NAMES` for `LLM_ARCH_LLAMA`, `_GEMMA3`, `_QWEN2` and
+//! `_QWEN3` (src/llama-arch.cpp).
 
 use super::{LlamaConfig, ModelError};
 use crate::gguf::Gguf;
@@ -46,6 +47,16 @@ pub struct LayerDesc {
     pub w_gate: Weight,
     pub w_up: Weight,
     pub w_down: Weight,
+    /// Per-head RMSNorm gains of Q and K (gemma3, qwen3), `head_dim` each.
+    pub q_norm: Option<Weight>,
+    pub k_norm: Option<Weight>,
+    /// RMSNorm gains applied to the attention and FFN outputs before the residual add (gemma3).
+    pub post_attn_norm: Option<Weight>,
+    pub post_ffn_norm: Option<Weight>,
+    /// Q, K and V biases (qwen2).
+    pub bq: Option<Weight>,
+    pub bk: Option<Weight>,
+    pub bv: Option<Weight>,
 }
 
 impl LayerDesc {
@@ -62,8 +73,21 @@ impl LayerDesc {
         ]
     }
 
-    pub fn norms(&self) -> [&Weight; 2] {
+    /// The small f32 vectors a token reads: norms' gains and biases.
+    pub fn vectors(&self) -> Vec<&Weight> {
+        let extra = [
+            &self.q_norm,
+            &self.k_norm,
+            &self.post_attn_norm,
+            &self.post_ffn_norm,
+            &self.bq,
+            &self.bk,
+            &self.bv,
+        ];
         [&self.attn_norm, &self.ffn_norm]
+            .into_iter()
+            .chain(extra.into_iter().flatten())
+            .collect()
     }
 }
 
@@ -82,10 +106,13 @@ pub struct ModelDesc {
 impl ModelDesc {
     pub fn from_gguf<B: AsRef<[u8]>>(g: &Gguf<B>, c: &LlamaConfig) -> Result<Self, ModelError> {
         let (d, q, kv, ffn) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
+        let f = c.family;
         let token_embd = matrix(g, "token_embd.weight", c.vocab_size, d)?;
         let mut layers = Vec::with_capacity(c.n_layers);
         for i in 0..c.n_layers {
             let name = |part: &str| format!("blk.{i}.{part}.weight");
+            let bias = |part: &str| format!("blk.{i}.{part}.bias");
+            let when = |on: bool, name: String, len: usize| on.then(|| vector(g, &name, len)).transpose();
             layers.push(LayerDesc {
                 attn_norm: vector(g, &name("attn_norm"), d)?,
                 wq: matrix(g, &name("attn_q"), q, d)?,
@@ -96,6 +123,13 @@ impl ModelDesc {
                 w_gate: matrix(g, &name("ffn_gate"), ffn, d)?,
                 w_up: matrix(g, &name("ffn_up"), ffn, d)?,
                 w_down: matrix(g, &name("ffn_down"), d, ffn)?,
+                q_norm: when(f.qk_norm(), name("attn_q_norm"), c.head_dim)?,
+                k_norm: when(f.qk_norm(), name("attn_k_norm"), c.head_dim)?,
+                post_attn_norm: when(f.post_norms(), name("post_attention_norm"), d)?,
+                post_ffn_norm: when(f.post_norms(), name("post_ffw_norm"), d)?,
+                bq: when(f.qkv_bias(), bias("attn_q"), q)?,
+                bk: when(f.qkv_bias(), bias("attn_k"), kv)?,
+                bv: when(f.qkv_bias(), bias("attn_v"), kv)?,
             });
         }
         let output_norm = vector(g, "output_norm.weight", d)?;
@@ -121,9 +155,8 @@ impl ModelDesc {
     pub fn weights(&self) -> Vec<&Weight> {
         let mut all = vec![&self.token_embd];
         for l in &self.layers {
-            all.push(&l.attn_norm);
             all.extend(l.matrices());
-            all.push(&l.ffn_norm);
+            all.extend(l.vectors());
         }
         all.push(&self.output_norm);
         if !self.tied_output {
@@ -142,7 +175,7 @@ impl ModelDesc {
             .map(|l| {
                 l.matrices()
                     .iter()
-                    .chain(l.norms().iter())
+                    .chain(l.vectors().iter())
                     .map(|w| w.n_bytes())
                     .sum::<u64>()
             })

@@ -8,7 +8,7 @@ use thiserror::Error;
 pub enum ModelError {
     #[error(transparent)]
     Gguf(#[from] GgufError),
-    #[error("unsupported architecture {0:?}: tokscope runs the llama family (general.architecture = \"llama\")")]
+    #[error("unsupported architecture {0:?}: tokscope runs general.architecture = llama, gemma3, qwen2 or qwen3")]
     UnsupportedArchitecture(String),
     #[error(
         "tensor {tensor:?} is {ty}, which tokscope cannot run yet (supported: F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1); re-quantize the model to one of those"

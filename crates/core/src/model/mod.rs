@@ -5,7 +5,7 @@ mod config;
 mod desc;
 mod error;
 
-pub use config::{LlamaConfig, SUPPORTED_ARCHITECTURES};
+pub use config::{Family, LlamaConfig, SUPPORTED_ARCHITECTURES};
 pub use desc::{LayerDesc, ModelDesc, Weight};
 pub use error::ModelError;
 
@@ -49,13 +49,17 @@ impl<B: AsRef<[u8]>> Model<B> {
         let rb = embd.row_bytes();
         let row = &self.data(embd)[token as usize * rb..][..rb];
         dequantize_row(embd.ty, row, out).expect("weight types are validated at load");
+        let scale = self.config.embed_scale();
+        if scale != 1.0 {
+            out.iter_mut().for_each(|v| *v *= scale);
+        }
     }
 
-    /// RoPE inverse frequencies for this model, with its Llama 3.1-style factors if present:
+    /// RoPE inverse frequencies of layer `layer`, with Llama 3.1-style factors if present:
     /// both engines rotate by exactly these.
-    pub fn rope_inv_freq(&self) -> Vec<f32> {
+    pub fn rope_inv_freq(&self, layer: usize) -> Vec<f32> {
         let factors = self.desc.rope_freqs.as_ref().map(|w| self.dequantized(w));
-        crate::cpu::ops::rope_inv_freq(self.config.rope_dim, self.config.rope_freq_base, factors.as_deref())
+        crate::cpu::ops::rope_inv_freq(self.config.rope_dim, self.config.rope_base(layer), factors.as_deref())
     }
 
     /// Bytes read from memory to decode the token at `position` (0-based): the weights once,
