@@ -31,6 +31,8 @@ pub enum Command {
     Roofline(RooflineArgs),
     /// How long an agent loop of N model calls takes at a given decode speed.
     Agent(AgentArgs),
+    /// Split a text into the model's tokens (ids and pieces), as generate would feed it.
+    Tokenize(TokenizeArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -82,6 +84,22 @@ pub enum Sweep {
 #[derive(clap::Args)]
 pub struct InspectArgs {
     pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TokenizeArgs {
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The text (special tokens such as <|im_start|> are parsed).
+    pub text: String,
+    /// Wrap the text in the model's chat template as one user turn.
+    #[arg(long)]
+    pub chat: bool,
+    /// Without the BOS token the model's flags would add.
+    #[arg(long)]
+    pub no_bos: bool,
     #[arg(long)]
     pub json: bool,
 }

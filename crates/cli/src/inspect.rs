@@ -27,6 +27,9 @@ struct TokenizerSummary {
     eos: Option<String>,
     add_bos: bool,
     chat_template: bool,
+    /// The template used when the file has none: "gemma" or "chatml".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chat_fallback: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -76,6 +79,11 @@ pub fn run(a: InspectArgs) -> CliResult {
             eos: t.eos.and_then(|i| t.token_text(i)),
             add_bos: t.add_bos,
             chat_template: gguf.get("tokenizer.chat_template").is_some(),
+            chat_fallback: match tokscope_core::prompt::chat_template_source(&gguf) {
+                _ if gguf.get("tokenizer.chat_template").is_some() => None,
+                Ok(tokscope_core::chat::GEMMA_TEMPLATE) => Some("gemma"),
+                _ => Some("chatml"),
+            },
         }),
         Err(e) => {
             unsupported.push(e.to_string());
@@ -182,7 +190,11 @@ fn print_text(r: &Report) {
             t.bos.as_deref().unwrap_or("-"),
             t.eos.as_deref().unwrap_or("-"),
             t.add_bos,
-            if t.chat_template { "yes" } else { "no (ChatML fallback)" }
+            match t.chat_fallback {
+                None => "yes",
+                Some("gemma") => "no (Gemma turns fallback)",
+                Some(_) => "no (ChatML fallback)",
+            }
         );
     }
     for u in &r.unsupported {

@@ -10,6 +10,7 @@ mod model_file;
 mod probe;
 mod roofline;
 mod sweep;
+mod tokenize;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -78,6 +79,7 @@ fn run(cli: args::Cli) -> CliResult {
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Bench(a) => bench::run(a),
         args::Command::Probe(a) => probe::run(a),
+        args::Command::Tokenize(a) => tokenize::run(a),
         args::Command::Roofline(a) => roofline::run(a),
         args::Command::Agent(a) => agent::run(a),
     }

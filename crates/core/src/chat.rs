@@ -9,6 +9,11 @@ use thiserror::Error;
 /// Used when a GGUF has no template (llama.cpp falls back to ChatML too).
 pub const CHATML_TEMPLATE: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
+/// Gemma's turn format (Gemma 3's tokenizer_config.json template, system text folded into the
+/// first user turn as it does; the assistant's role is "model"), for Gemma GGUFs written
+/// without a template: their vocabulary has no ChatML tokens.
+pub const GEMMA_TEMPLATE: &str = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{% set first = messages[0]['content'] + '\n\n' %}{% set loop_messages = messages[1:] %}{% else %}{% set first = '' %}{% set loop_messages = messages %}{% endif %}{% for message in loop_messages %}{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}{{ '<start_of_turn>' + role + '\n' + (first if loop.first else '') + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}";
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Message {
     pub role: String,
@@ -86,6 +91,23 @@ mod tests {
         assert_eq!(
             s,
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        );
+    }
+
+    #[test]
+    fn gemma_fallback_renders_turns() {
+        let t = ChatTemplate::new(GEMMA_TEMPLATE).unwrap();
+        let msgs = [
+            Message {
+                role: "system".into(),
+                content: "Be brief.".into(),
+            },
+            Message::user(" Hi "),
+        ];
+        let s = t.render(&msgs, true, "<bos>", "<eos>").unwrap();
+        assert_eq!(
+            s,
+            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
         );
     }
 

@@ -1,7 +1,7 @@
 //! Turning what a user typed into prompt tokens: raw completion (tokenized as given) or chat
 //! (the model's own template, then tokenized with its special tokens parsed).
 
-use crate::chat::{CHATML_TEMPLATE, ChatError, ChatTemplate, Message};
+use crate::chat::{CHATML_TEMPLATE, ChatError, ChatTemplate, GEMMA_TEMPLATE, Message};
 use crate::gguf::Gguf;
 use crate::tokenizer::{Tokenizer, TokenizerError};
 use thiserror::Error;
@@ -16,13 +16,21 @@ pub enum PromptError {
     Empty,
 }
 
-/// The model's chat template, or ChatML when the GGUF has none.
+/// The model's chat template; when the GGUF has none, Gemma's turns for a vocabulary with
+/// `<start_of_turn>`, otherwise ChatML (llama.cpp's fallback).
 pub fn chat_template<B: AsRef<[u8]>>(g: &Gguf<B>) -> Result<ChatTemplate, PromptError> {
-    let source = g
-        .opt_str("tokenizer.chat_template")
-        .map_err(TokenizerError::from)?
-        .unwrap_or(CHATML_TEMPLATE);
-    Ok(ChatTemplate::new(source)?)
+    Ok(ChatTemplate::new(chat_template_source(g)?)?)
+}
+
+/// The source [`chat_template`] renders, and whether it came from the file.
+pub fn chat_template_source<B: AsRef<[u8]>>(g: &Gguf<B>) -> Result<&str, PromptError> {
+    if let Some(s) = g.opt_str("tokenizer.chat_template").map_err(TokenizerError::from)? {
+        return Ok(s);
+    }
+    let gemma = g
+        .get_str_array("tokenizer.ggml.tokens")
+        .is_ok_and(|t| t.contains(&"<start_of_turn>"));
+    Ok(if gemma { GEMMA_TEMPLATE } else { CHATML_TEMPLATE })
 }
 
 /// The prompt text that will be tokenized: as given, or one user turn rendered by `template`.

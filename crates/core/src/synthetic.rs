@@ -59,6 +59,11 @@ pub fn byte_to_char(b: u8) -> char {
     char::from_u32(256 + rank).unwrap()
 }
 
+/// The byte a character of GPT-2's byte-level alphabet stands for ([`byte_to_char`] reversed).
+pub fn char_to_byte(c: char) -> Option<u8> {
+    (0..=255u8).find(|&b| byte_to_char(b) == c)
+}
+
 pub const SPECIAL_TOKENS: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
 /// Merges on top of the bytes (in GPT-2's byte-level alphabet, where 'Ġ' is a space).
 pub const MERGES: [(&str, &str); 6] = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"), ("e", "r")];

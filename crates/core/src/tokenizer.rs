@@ -65,6 +65,8 @@ pub struct Tokenizer {
     pub add_bos: bool,
     /// Tokens that end a turn or the text: EOS, EOT and every control token named like one.
     stop: HashSet<u32>,
+    /// Control tokens (`<bos>`, `<|im_start|>`): shown as marks, not text.
+    control_ids: HashSet<u32>,
     pub model_name: String,
     pub pre: String,
     pub vocab_size: usize,
@@ -93,13 +95,16 @@ impl Tokenizer {
             _ => return Err(TokenizerError::UnsupportedModel(model_name)),
         };
 
-        let special: Vec<AddedToken> = types
-            .iter()
-            .flatten()
-            .enumerate()
-            .filter(|(_, ty)| matches!(**ty, TOKEN_TYPE_CONTROL | TOKEN_TYPE_USER_DEFINED))
-            .map(|(i, _)| AddedToken::from(tokens[i].to_string(), true))
+        // Control and user-defined tokens are matched as wholes in the text, as llama.cpp does.
+        let typed = |want: &[i64]| -> Vec<u32> {
+            let all = types.iter().flatten().enumerate();
+            all.filter(|(_, ty)| want.contains(ty)).map(|(i, _)| i as u32).collect()
+        };
+        let special: Vec<AddedToken> = typed(&[TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED])
+            .into_iter()
+            .map(|i| AddedToken::from(tokens[i as usize].to_string(), true))
             .collect();
+        let control_ids: HashSet<u32> = typed(&[TOKEN_TYPE_CONTROL]).into_iter().collect();
         inner.add_special_tokens(&special);
 
         let id = |k: &str| -> Result<Option<u32>, TokenizerError> {
@@ -136,6 +141,7 @@ impl Tokenizer {
                 .opt_bool("tokenizer.ggml.add_bos_token")?
                 .unwrap_or(model_name == "llama"),
             stop,
+            control_ids,
             model_name,
             pre,
             vocab_size: tokens.len(),
@@ -183,6 +189,54 @@ impl Tokenizer {
     pub fn token_text(&self, id: u32) -> Option<String> {
         self.inner.id_to_token(id)
     }
+
+    /// Each id as a reader should see it: its text, whether it is a control token, and the
+    /// bytes it stands for when they are not UTF-8 on their own (SentencePiece's byte-fallback
+    /// pieces such as `<0xE6>`, byte-level BPE pieces holding part of a character).
+    pub fn pieces(&self, ids: &[u32]) -> Vec<Piece> {
+        ids.iter()
+            .map(|&id| {
+                let raw = self.token_text(id).unwrap_or_default();
+                let special = self.control_ids.contains(&id);
+                let bytes: Option<Vec<u8>> = match self.model_name.as_str() {
+                    _ if special => None,
+                    "llama" => raw
+                        .strip_prefix("<0x")
+                        .and_then(|h| h.strip_suffix('>'))
+                        .filter(|h| h.len() == 2)
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        .map(|b| vec![b]),
+                    _ => raw
+                        .chars()
+                        .map(crate::synthetic::char_to_byte)
+                        .collect::<Option<Vec<u8>>>()
+                        .filter(|b| std::str::from_utf8(b).is_err()),
+                };
+                let text = if special || bytes.is_some() {
+                    raw
+                } else {
+                    self.decode(&[id]).unwrap_or(raw)
+                };
+                Piece {
+                    id,
+                    text,
+                    special,
+                    bytes,
+                }
+            })
+            .collect()
+    }
+}
+
+/// One token of a text, for display ([`Tokenizer::pieces`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Piece {
+    pub id: u32,
+    pub text: String,
+    pub special: bool,
+    /// The raw bytes, only where they are not text by themselves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Vec<u8>>,
 }
 
 pub struct TextStream<'a> {
