@@ -40,4 +40,4 @@ command -v node >/dev/null || apt_install nodejs
 command -v chromium >/dev/null || apt_install chromium
 command -v chromedriver >/dev/null || apt_install chromium-driver
 
-cargo xtask fetch-model
+cargo xtask fetch-model --all

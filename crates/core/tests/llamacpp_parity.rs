@@ -1,5 +1,6 @@
-//! The CPU engine and tokenizer against llama.cpp on SmolLM2-135M-Instruct Q4_1, using the
-//! fixtures `scripts/llamacpp_reference.py` recorded (llama-cpp-python 0.3.36).
+//! The CPU engine and tokenizer against llama.cpp on SmolLM2-135M-Instruct Q4_1 and Gemma 3
+//! 270M Q4_K_M (gemma3: sliding windows, Q4_K/Q5_0/Q6_K/Q8_0, a 262k SentencePiece vocabulary),
+//! using the fixtures `scripts/llamacpp_reference.py` recorded (llama-cpp-python 0.3.36).
 //!
 //! The rule asked for (issue #2): under teacher forcing our top-1 equals llama.cpp's at every
 //! step whose top-2 gap is ≥ 0.1. The fixtures show llama.cpp itself does not meet it against
@@ -8,41 +9,74 @@
 //! llama.cpp holds itself to: no more flips at gap ≥ 0.1 than its own variants make, and none at
 //! all at gap ≥ 0.5, above every self-flip seen.
 //!
-//! Needs the default model: `cargo xtask fetch-model`. Missing, these tests fail with that hint
+//! Gemma's fixtures hold llama.cpp to the same rule: its variants flip 3 of 376 steps at gap ≥ 0.1.
+//!
+//! Needs both models: `cargo xtask fetch-model --all`. Missing, these tests fail with that hint
 //! rather than pass silently.
 
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokscope_core::chat::{ChatTemplate, Message};
+use tokscope_core::chat::Message;
 use tokscope_core::cpu::CpuEngine;
 use tokscope_core::model::Model;
+use tokscope_core::prompt::chat_template;
 use tokscope_core::sampling::argmax;
 use tokscope_core::tokenizer::Tokenizer;
 
+/// A model and the directory of llama.cpp's fixtures for it.
+struct Reference {
+    file: &'static str,
+    fixtures: &'static str,
+}
+
+const REFERENCES: [Reference; 2] = [
+    Reference {
+        file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        fixtures: "llamacpp",
+    },
+    Reference {
+        file: "gemma-3-270m-q4_k_m.gguf",
+        fixtures: "llamacpp_gemma3",
+    },
+];
+
 const GAP: f32 = 0.1;
-/// Above the largest gap (0.33) at which llama.cpp's own numerics variants flip the top-1.
+/// Above the largest gap at which llama.cpp's own numerics variants flip SmolLM2's top-1 (0.33);
+/// a model whose fixtures show a larger self-flip (Gemma 3: 0.54) uses that gap instead.
 const NOISE_GAP: f32 = 0.5;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llamacpp")
-}
+impl Reference {
+    fn fixture(&self, name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(self.fixtures)
+            .join(name)
+    }
 
-fn model() -> Arc<Model<Vec<u8>>> {
-    let path = root().join("public/models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    let bytes =
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask fetch-model` first", path.display()));
-    Arc::new(Model::load(bytes).unwrap())
+    fn model(&self) -> Arc<Model<Vec<u8>>> {
+        let path = root().join("public/models").join(self.file);
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask fetch-model --all` first", path.display()));
+        Arc::new(Model::load(bytes).unwrap())
+    }
+
+    fn generations(&self) -> Generations {
+        serde_json::from_str(&std::fs::read_to_string(self.fixture("generations.json")).unwrap()).unwrap()
+    }
 }
 
 #[derive(Deserialize)]
 struct TokCase {
     text: String,
     ids: Vec<u32>,
+    /// With the file's BOS flag (recorded since the Gemma fixtures).
+    #[serde(default)]
+    ids_with_bos: Option<Vec<u32>>,
     decoded: String,
 }
 
@@ -82,28 +116,60 @@ struct SelfNoise {
 }
 
 #[derive(Deserialize)]
+struct Meta {
+    /// The logits files hold every `logit_stride`-th logit (absent: all of them).
+    #[serde(default = "one")]
+    logit_stride: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Deserialize)]
 struct Generations {
+    meta: Meta,
     self_noise: Vec<SelfNoise>,
     prompts: Vec<Prompt>,
 }
 
-fn generations() -> Generations {
-    serde_json::from_str(&std::fs::read_to_string(fixtures().join("generations.json")).unwrap()).unwrap()
+impl Generations {
+    /// The gap below which a differing top-1 is within llama.cpp's own noise: the larger of
+    /// NOISE_GAP and the largest gap its numerics variants flip at.
+    fn noise_gap(&self) -> f32 {
+        let self_flips = self.self_noise.iter().flat_map(|n| n.flips.iter().map(|f| f.gap));
+        self_flips.fold(NOISE_GAP, f32::max)
+    }
 }
 
 #[test]
 fn tokenizer_matches_llamacpp_ids_and_text() {
-    let m = model();
+    REFERENCES.iter().for_each(tokenizer_matches);
+}
+
+fn tokenizer_matches(r: &Reference) {
+    let m = r.model();
     let tok = Tokenizer::from_gguf(&m.gguf).unwrap();
     let cases: Vec<TokCase> =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("tokenizer.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(r.fixture("tokenizer.json")).unwrap()).unwrap();
     assert!(cases.len() >= 30);
     let mut failures = vec![];
     for c in &cases {
-        let ids = tok.encode(&c.text).unwrap();
+        let ids = tok.encode_with_bos(&c.text, false).unwrap();
         if ids != c.ids {
             failures.push(format!("{:?}: ours {:?} llama.cpp {:?}", c.text, ids, c.ids));
             continue;
+        }
+        // With the file's BOS flag; where the text already starts with BOS llama.cpp doubles it
+        // (and warns), we do not.
+        if let Some(with_bos) = &c.ids_with_bos {
+            let mut theirs = with_bos.clone();
+            if theirs.len() > 1 && theirs[0] == theirs[1] && Some(theirs[0]) == tok.bos {
+                theirs.remove(0);
+            }
+            if tok.encode(&c.text).unwrap() != theirs {
+                failures.push(format!("{:?} with BOS: llama.cpp {with_bos:?}", c.text));
+            }
         }
         let text = tok.decode(&ids).unwrap();
         if text != c.decoded {
@@ -112,7 +178,8 @@ fn tokenizer_matches_llamacpp_ids_and_text() {
     }
     assert!(
         failures.is_empty(),
-        "{} of {} differ:\n{}",
+        "{}: {} of {} differ:\n{}",
+        r.file,
         failures.len(),
         cases.len(),
         failures.join("\n")
@@ -121,26 +188,34 @@ fn tokenizer_matches_llamacpp_ids_and_text() {
 
 #[test]
 fn prompts_tokenize_and_chat_template_renders_like_llamacpp() {
-    let m = model();
-    let tok = Tokenizer::from_gguf(&m.gguf).unwrap();
-    let template = ChatTemplate::new(m.gguf.get_str("tokenizer.chat_template").unwrap()).unwrap();
-    for p in generations().prompts {
-        if let Some(user) = &p.chat_user {
-            assert_eq!(
-                template.render(&[Message::user(user)], true, "", "").unwrap(),
-                p.text,
-                "{}",
-                p.name
-            );
+    for r in &REFERENCES {
+        let m = r.model();
+        let tok = Tokenizer::from_gguf(&m.gguf).unwrap();
+        // The file's template, or the fallback for files without one (Gemma's turns).
+        let template = chat_template(&m.gguf).unwrap();
+        for p in r.generations().prompts {
+            if let Some(user) = &p.chat_user {
+                assert_eq!(
+                    template.render(&[Message::user(user)], true, "", "").unwrap(),
+                    p.text,
+                    "{}",
+                    p.name
+                );
+            }
+            assert_eq!(tok.encode(&p.text).unwrap(), p.prompt_ids, "{} {}", r.file, p.name);
         }
-        assert_eq!(tok.encode(&p.text).unwrap(), p.prompt_ids, "{}", p.name);
     }
 }
 
 #[test]
 fn teacher_forced_top1_agrees_as_often_as_llamacpp_with_itself() {
-    let m = model();
-    let g = generations();
+    REFERENCES.iter().for_each(teacher_forced);
+}
+
+fn teacher_forced(r: &Reference) {
+    let m = r.model();
+    let g = r.generations();
+    println!("{}", r.file);
     let mut engine = CpuEngine::new(m, 512).unwrap();
     let (mut flips, mut confident, mut report) = (vec![], 0, vec![]);
     for p in &g.prompts {
@@ -181,21 +256,14 @@ fn teacher_forced_top1_agrees_as_often_as_llamacpp_with_itself() {
         );
     }
     let self_flips = g.self_noise.iter().map(|n| n.flips.len()).max().unwrap();
-    let largest_self_flip = g
-        .self_noise
-        .iter()
-        .flat_map(|n| n.flips.iter().map(|f| f.gap))
-        .fold(0f32, f32::max);
-    assert!(
-        largest_self_flip < NOISE_GAP,
-        "fixtures: llama.cpp flips itself at gap {largest_self_flip}"
-    );
+    let noise_gap = g.noise_gap();
+    println!("llama.cpp's noise reaches gap {noise_gap:.3}");
     assert!(
         flips.len() <= self_flips,
         "{} flips at gap ≥ {GAP}, llama.cpp's own variants make at most {self_flips}",
         flips.len()
     );
-    let confident_flips: Vec<_> = flips.iter().filter(|f| f.0 >= NOISE_GAP).map(|f| &f.1).collect();
+    let confident_flips: Vec<_> = flips.iter().filter(|f| f.0 >= noise_gap).map(|f| &f.1).collect();
     assert!(
         confident_flips.is_empty(),
         "flips where llama.cpp is sure: {confident_flips:?}"
@@ -204,9 +272,14 @@ fn teacher_forced_top1_agrees_as_often_as_llamacpp_with_itself() {
 
 #[test]
 fn free_running_greedy_matches_until_the_first_close_call() {
-    let m = model();
-    let mut engine = CpuEngine::new(m, 512).unwrap();
-    for p in generations().prompts {
+    REFERENCES.iter().for_each(free_running);
+}
+
+fn free_running(r: &Reference) {
+    let mut engine = CpuEngine::new(r.model(), 512).unwrap();
+    let g = r.generations();
+    let noise_gap = g.noise_gap();
+    for p in g.prompts {
         engine.reset();
         let mut next = argmax(engine.prefill(&p.prompt_ids).unwrap());
         let (mut matched, mut strict) = (0, None);
@@ -216,7 +289,7 @@ fn free_running_greedy_matches_until_the_first_close_call() {
             }
             if next != s.token {
                 assert!(
-                    s.gap < NOISE_GAP,
+                    s.gap < noise_gap,
                     "{}: greedy output differs at step {matched} where llama.cpp's gap is {:.3}",
                     p.name,
                     s.gap
@@ -239,8 +312,13 @@ const SELF_NOISE_MARGIN: f64 = 1.25;
 
 #[test]
 fn first_step_logits_are_close_to_llamacpp() {
-    let m = model();
-    let g = generations();
+    REFERENCES.iter().for_each(first_step_logits);
+}
+
+fn first_step_logits(r: &Reference) {
+    let m = r.model();
+    let g = r.generations();
+    let stride = g.meta.logit_stride;
     let diffs = || g.self_noise.iter().flat_map(|n| n.first_step_logits.values());
     let self_rms = diffs().map(|d| d.rms).fold(0.0, f64::max);
     let self_max = diffs().map(|d| d.max_abs).fold(0.0, f32::max);
@@ -249,13 +327,19 @@ fn first_step_logits_are_close_to_llamacpp() {
     );
     let mut engine = CpuEngine::new(m, 512).unwrap();
     for p in &g.prompts {
-        let raw = std::fs::read(fixtures().join(format!("logits_{}.f32", p.name))).unwrap();
+        let raw = std::fs::read(r.fixture(&format!("logits_{}.f32", p.name))).unwrap();
         let theirs: Vec<f32> = raw
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
             .collect();
         engine.reset();
-        let ours = engine.prefill(&p.prompt_ids).unwrap();
+        let ours: Vec<f32> = engine
+            .prefill(&p.prompt_ids)
+            .unwrap()
+            .iter()
+            .step_by(stride)
+            .copied()
+            .collect();
         assert_eq!(ours.len(), theirs.len());
         let n = ours.len() as f64;
         let max_abs = ours
@@ -272,8 +356,8 @@ fn first_step_logits_are_close_to_llamacpp() {
             .sqrt();
         let spread = theirs.iter().fold(f32::MIN, |a, &b| a.max(b)) - theirs.iter().fold(f32::MAX, |a, &b| a.min(b));
         println!(
-            "{}: max-abs {max_abs:.4}, RMS {rms:.4} (logit range {spread:.1})",
-            p.name
+            "{} {}: max-abs {max_abs:.4}, RMS {rms:.4} (logit range {spread:.1})",
+            r.file, p.name
         );
         // 8-bit activations make this model sensitive to rounding: we ask to be about as far
         // from llama.cpp as its own numerics variants are. Ours is a third variant: were it

@@ -128,9 +128,19 @@ impl Naive {
                     .zip(&u)
                     .map(|(&g, u)| {
                         if gemma {
-                            // GELU, tanh form (Hendrycks & Gimpel 2016).
-                            let inner = (2.0 / std::f32::consts::PI).sqrt() * (g + 0.044715 * g * g * g);
-                            0.5 * g * (1.0 + inner.tanh()) * u
+                            // GELU, tanh form (Hendrycks & Gimpel 2016), evaluated at f16 like
+                            // ggml's CPU backend (GGML_GELU_FP16), whose tokens we follow.
+                            let h = |v: f32| half::f16::from_f32(v).to_f32();
+                            let x = h(g);
+                            let inner = (2.0 / std::f32::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                            let y = if g <= -10.0 {
+                                0.0
+                            } else if g >= 10.0 {
+                                g
+                            } else {
+                                h(0.5 * x * (1.0 + inner.tanh()))
+                            };
+                            y * u
                         } else {
                             g / (1.0 + (-g).exp()) * u
                         }

@@ -116,7 +116,7 @@ fn quantized_dots_are_bit_identical_in_both() {
             w.extend(row);
         }
         let mut out = vec![0f32; rows];
-        dot_rows(ty, &w, w.len() / rows, acts.row(0), &mut out).unwrap();
+        dot_rows(ty, &w, w.len() / rows, acts.row_for(ty, 0), &mut out).unwrap();
         bits.extend(out.iter().map(|v| v.to_bits()));
     }
     assert_eq!(bits, DOT_BITS);
@@ -156,7 +156,7 @@ fn half_float_dots_keep_the_scalar_order() {
             })
             .collect();
         let mut out = vec![0f32; rows];
-        dot_rows(ty, &w, 2 * cols, acts.row(0), &mut out).unwrap();
+        dot_rows(ty, &w, 2 * cols, acts.row_for(ty, 0), &mut out).unwrap();
         for (r, got) in out.iter().enumerate() {
             let mut wf = vec![0f32; cols];
             dequantize_row(ty, &w[r * 2 * cols..(r + 1) * 2 * cols], &mut wf).unwrap();

@@ -538,7 +538,12 @@ impl MatvecKernels {
             kv_rows: kv_rows as u32,
             head_dim: io.combine.map_or(head_dim, |c| c.head_dim) as u32,
             cache_at: cache_at as u32,
-            quantized: m.ty.is_quantized() as u32,
+            // 2: the K-quants' inputs rounded as Q8_K (one scale per 256), as the CPU does.
+            quantized: match m.ty.block_size() {
+                1 => 0,
+                256 => 2,
+                _ => 1,
+            },
             head: io.head as u32,
             max_splits: io.combine.map_or(0, |c| c.max_splits as u32),
             ml_at: io.combine.map_or(0, |c| c.ml_at as u32),

@@ -213,7 +213,7 @@ fn stage(lid: u32, c0: u32) -> array<f32, MAX_NC> {
             scale[c] = 1.0 / sqrt(reduce(lid, s) / f32(p.cols) + p.eps);
         }
     }
-    if (p.quantized == 1u) {
+    if (p.quantized != 0u) {
         let nb = p.cols / 32u;
         for (var cb = lid; cb < NC * nb; cb += WG) {
             let c = cb / nb;
@@ -225,12 +225,29 @@ fn stage(lid: u32, c0: u32) -> array<f32, MAX_NC> {
                 v[k] = xin4(col, b * 8u + k, scale[c]);
                 amax4 = max(amax4, abs(v[k]));
             }
-            let d = max(max(amax4.x, amax4.y), max(amax4.z, amax4.w)) / 127.0;
-            let id = select(0.0, 1.0 / d, d != 0.0);
+            var d = max(max(amax4.x, amax4.y), max(amax4.z, amax4.w)) / 127.0;
+            var id = select(0.0, 1.0 / d, d != 0.0);
+            if (p.quantized == 2u) {
+                // Q8_K (K-quant weights): the super-block's value of largest magnitude, signed,
+                // maps to −127; rounding half to even (WGSL's round), capped at 127.
+                let sb0 = b / 8u * 8u;
+                var mx = 0.0;
+                for (var i = sb0 * 8u; i < sb0 * 8u + 64u; i++) {
+                    let w = xin4(col, i, scale[c]);
+                    for (var e = 0u; e < 4u; e++) {
+                        if (abs(w[e]) > abs(mx)) {
+                            mx = w[e];
+                        }
+                    }
+                }
+                id = select(0.0, -127.0 / mx, mx != 0.0);
+                d = select(0.0, 1.0 / id, mx != 0.0);
+            }
             var sum = vec4<i32>(0);
             var words: array<u32, 8>;
             for (var k = 0u; k < 8u; k++) {
-                let q = vec4<i32>(round_away4(v[k] * id));
+                let r = select(round_away4(v[k] * id), min(round(v[k] * id), vec4<f32>(127.0)), p.quantized == 2u);
+                let q = vec4<i32>(r);
                 sum += q;
                 words[k] = pack4(q);
             }

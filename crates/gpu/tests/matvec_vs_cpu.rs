@@ -123,7 +123,7 @@ fn cpu_matvec(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], v: &Vectors,
         let mut acts = Acts::new(1, cols);
         acts.x_mut().copy_from_slice(&x);
         acts.quantize();
-        dot_rows(ty, bytes, bytes.len() / rows, acts.row(0), &mut dots).unwrap();
+        dot_rows(ty, bytes, bytes.len() / rows, acts.row_for(ty, 0), &mut dots).unwrap();
     } else {
         for (r, d) in dots.iter_mut().enumerate() {
             *d = w[r * cols..(r + 1) * cols]

@@ -30,7 +30,8 @@ pub fn matmul(w: &Weight, file: &[u8], acts: &Acts, out: &mut [f32], tmp: &mut V
                 let wt = &bytes[(r0 + tile) * row_bytes..(r0 + tile + tr) * row_bytes];
                 for t in 0..n {
                     let o = &mut buf[t * nr + tile..t * nr + tile + tr];
-                    dot_rows(w.ty, wt, row_bytes, acts.row(t), o).expect("weight types are validated at load");
+                    dot_rows(w.ty, wt, row_bytes, acts.row_for(w.ty, t), o)
+                        .expect("weight types are validated at load");
                 }
             }
         });

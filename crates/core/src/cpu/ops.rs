@@ -62,13 +62,28 @@ pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
     }
 }
 
-/// GeGLU (Shazeer 2020) with GELU's tanh approximation (Hendrycks & Gimpel 2016, as ggml's
-/// `ggml_gelu`): `0.5·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))) · up`, written into `gate`.
-pub fn gelu_mul(gate: &mut [f32], up: &[f32]) {
+/// GELU's tanh approximation (Hendrycks & Gimpel 2016): `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+pub fn gelu(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + libm::tanhf(SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x)))
+}
+
+/// GeGLU (Shazeer 2020), `gelu(gate) · up` written into `gate`, with GELU evaluated as ggml's
+/// CPU backend does (`GGML_GELU_FP16` in ggml-cpu/vec.h: the input rounded to f16, the result
+/// taken from a table of f16 values; 0 below −10, the identity above 10). Gemma 3's tokens
+/// track llama.cpp's more closely this way than with the exact formula.
+pub fn gelu_mul(gate: &mut [f32], up: &[f32]) {
+    use half::f16;
     for (g, u) in gate.iter_mut().zip(up) {
         let x = *g;
-        *g = 0.5 * x * (1.0 + libm::tanhf(SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x))) * u;
+        let y = if x <= -10.0 {
+            0.0
+        } else if x >= 10.0 {
+            x
+        } else {
+            f16::from_f32(gelu(f16::from_f32(x).to_f32())).to_f32()
+        };
+        *g = y * u;
     }
 }
 
@@ -138,14 +153,19 @@ mod tests {
         assert!((x[1] + 0.02f32.sin()).abs() < 1e-6 && (x[3] - 0.02f32.cos()).abs() < 1e-6);
     }
 
-    /// GELU-tanh at hand-computed points (0.5·x·(1 + tanh(0.79788·(x + 0.044715x³)))).
+    /// GELU-tanh at hand-computed points (0.5·x·(1 + tanh(0.79788·(x + 0.044715x³)))); the
+    /// gated form within f16 rounding of them, and exact at the cut-offs.
     #[test]
     fn gelu_tanh_values() {
-        let mut g = [0.0, 1.0, -1.0, 3.0];
-        gelu_mul(&mut g, &[1.0, 1.0, 1.0, 2.0]);
-        let want = [0.0, 0.841_192, -0.158_808, 2.0 * 2.996_363];
-        for (a, b) in g.iter().zip(want) {
-            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        let xs: [f32; 6] = [0.0, 1.0, -1.0, 3.0, -12.0, 11.0];
+        let want = [0.0, 0.841_192, -0.158_808, 2.996_363, 0.0, 11.0];
+        for (&x, w) in xs.iter().zip(want) {
+            assert!(x.abs() > 10.0 || (gelu(x) - w).abs() < 1e-5, "{x}: {} vs {w}", gelu(x));
+        }
+        let mut g = xs;
+        gelu_mul(&mut g, &[2.0; 6]);
+        for (a, w) in g.iter().zip(want) {
+            assert!((a - 2.0 * w).abs() <= 2.0 * w.abs() * 1e-3, "{a} vs {}", 2.0 * w);
         }
     }
 

@@ -286,7 +286,7 @@ mod tests {
         for ty in GgmlType::SUPPORTED {
             let q = quantize_row(ty, &w).unwrap();
             let mut out = [0f32];
-            dot_rows(ty, &q, q.len(), acts.row(0), &mut out).unwrap();
+            dot_rows(ty, &q, q.len(), acts.row_for(ty, 0), &mut out).unwrap();
             assert!(
                 (out[0] - exact).abs() / (n as f32) < 0.02,
                 "{ty}: {} vs {exact}",
@@ -306,19 +306,17 @@ mod tests {
         let mut acts = Acts::new(1, cols);
         acts.x_mut().copy_from_slice(&x);
         acts.quantize();
-        let mut xq = vec![0f32; cols];
-        let a = acts.row(0);
-        for (i, v) in xq.iter_mut().enumerate() {
-            *v = a.d[i / QK] * a.qs[i] as f32;
-        }
         for ty in GgmlType::SUPPORTED {
+            // The activations as this type's kernel sees them (Q8_K for the K-quants).
+            let a = acts.row_for(ty, 0);
+            let xq: Vec<f32> = (0..cols).map(|i| a.d[i / QK] * a.qs[i] as f32).collect();
             let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 53 % 97) as f32 / 40.0) - 1.2).collect();
             let q: Vec<u8> = w.chunks(cols).flat_map(|r| quantize_row(ty, r).unwrap()).collect();
             let row_bytes = q.len() / rows;
             let mut fast = vec![0f32; rows];
             let mut portable = vec![0f32; rows];
-            dot_rows(ty, &q, row_bytes, acts.row(0), &mut fast).unwrap();
-            dot_rows_portable(ty, &q, row_bytes, acts.row(0), &mut portable);
+            dot_rows(ty, &q, row_bytes, acts.row_for(ty, 0), &mut fast).unwrap();
+            dot_rows_portable(ty, &q, row_bytes, acts.row_for(ty, 0), &mut portable);
             let float_acts = matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
             for r in 0..rows {
                 let mut wr = vec![0f32; cols];
