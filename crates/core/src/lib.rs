@@ -19,6 +19,7 @@ pub mod requant;
 pub mod roofline;
 pub mod sampling;
 pub mod shaped;
+pub mod shipped;
 pub mod stats;
 pub mod synthetic;
 pub mod tokenizer;

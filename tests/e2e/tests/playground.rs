@@ -294,3 +294,45 @@ async fn a_synthetic_model_is_made_in_the_page_and_generates() {
     assert_eq!(b.page_errors().await.len(), 0, "{:?}", b.page_errors().await);
     b.close().await;
 }
+
+/// Gemma 3 270M, the second model served with the page, picked from the model menu: the GPU
+/// engine has no gemma3 kernels yet, so the page falls back to the CPU engine and says why; its
+/// greedy text equals the CLI's (which tracks llama.cpp: core's `llamacpp_parity`), and the card
+/// shows the bytes per token `tokscope inspect` prints.
+#[tokio::test]
+async fn gemma_from_the_model_menu_runs_like_the_cli() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let gemma = tokscope_core::shipped::SHIPPED[1];
+    let model = format!("public/{}", gemma.path);
+    let text = tokscope(
+        &["generate", "--model", &model, "--prompt", PROMPT, "--max-tokens", "8", "--temperature", "0"],
+        None,
+    );
+    let expected = text.strip_suffix('\n').unwrap_or(&text).to_string();
+    let server = serve();
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    let prompt = PROMPT.replace(' ', "%20");
+    let url = server.url(&format!("index.html?prompt={prompt}&max_tokens=8&temperature=0&backend=gpu"));
+    b.client.goto(&url).await.unwrap();
+    b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
+    b.set("model-shipped", "1").await;
+    b.eval("document.querySelector('[data-testid=model-shipped-load]').click(); return 0;")
+        .await;
+    let loaded = "document.querySelector('[data-testid=model-info]').textContent.includes('gemma3')";
+    b.wait_for(&format!("{loaded} && {READY}"), RUN_TIMEOUT).await.unwrap();
+    let info = b.text("model-info").await;
+    assert!(
+        info.contains(&format!("{:.1} MB", gemma.weight_bytes_per_token as f64 / 1e6)),
+        "{info}"
+    );
+    assert_eq!(b.text("backend").await, "CPU (WASM)");
+    let notice = b.text("notice").await;
+    assert!(notice.contains("gemma3"), "notice: {notice:?}");
+    b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
+        .await;
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert_eq!(b.text("output").await, expected, "status {:?}", b.text("status").await);
+    println!("gemma in the page: {} tok/s", b.text("tok-s-mean").await);
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}

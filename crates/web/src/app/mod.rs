@@ -25,7 +25,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
 /// The model the page loads unless the URL names another (served beside the page).
-pub const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const DEFAULT_MODEL: &str = tokscope_core::shipped::SHIPPED[0].path;
 
 /// Decoded pairs of a query string.
 fn query_pairs(query: &str) -> Vec<(String, String)> {

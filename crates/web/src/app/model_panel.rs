@@ -3,11 +3,12 @@
 
 use super::link::{phase_name, send};
 use super::state::{Loading, State};
-use super::{DEFAULT_MODEL, load};
+use super::load;
 use crate::protocol::{ModelSource, SYNTHETIC_CHOICES, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::meter::transfer;
 use tokscope_core::shaped::ShapeSpec;
+use tokscope_core::shipped::SHIPPED;
 
 fn load_file(state: State, file: web_sys::File) {
     load(state, ModelSource::File { name: file.name() }, Some(&file));
@@ -34,6 +35,7 @@ pub fn ModelPanel(state: State) -> impl IntoView {
     let url = RwSignal::new(String::new());
     let dragging = RwSignal::new(false);
     let synthetic = RwSignal::new(0usize);
+    let shipped = RwSignal::new(0usize);
     let fraction = move || {
         state
             .loading
@@ -89,7 +91,19 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                 <input id="model-url" type="url" placeholder="https://…/model.gguf" data-testid="model-url"
                     prop:value=move || url.get() on:input=move |ev| url.set(event_target_value(&ev))/>
                 <button type="submit">"Load URL"</button>
-                <button type="button" on:click=move |_| load(state, ModelSource::Url(DEFAULT_MODEL.into()), None)>"Default model"</button>
+            </form>
+            <form class="row" on:submit=move |ev| {
+                ev.prevent_default();
+                load(state, ModelSource::Url(SHIPPED[shipped.get_untracked()].path.into()), None);
+            }>
+                <label for="model-shipped">"Served here"</label>
+                <select id="model-shipped" data-testid="model-shipped"
+                    on:change=move |ev| shipped.set(event_target_value(&ev).parse().unwrap_or(0))>
+                    {SHIPPED.iter().enumerate().map(|(i, m)| view! {
+                        <option value=i.to_string()>{m.label()}</option>
+                    }).collect_view()}
+                </select>
+                <button type="submit" data-testid="model-shipped-load">"Load"</button>
             </form>
             <form class="row" on:submit=move |ev| {
                 ev.prevent_default();
