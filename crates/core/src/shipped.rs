@@ -78,7 +78,12 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask fetch-model --all`", path.display()));
             assert_eq!(bytes.len() as u64, m.file_bytes, "{}", m.name);
             let model = crate::model::Model::load(bytes).unwrap();
-            assert_eq!(model.desc.weight_bytes_per_token(), m.weight_bytes_per_token, "{}", m.name);
+            assert_eq!(
+                model.desc.weight_bytes_per_token(),
+                m.weight_bytes_per_token,
+                "{}",
+                m.name
+            );
             assert_eq!(model.config.architecture, m.architecture, "{}", m.name);
         }
     }

@@ -91,25 +91,28 @@ fn dot_inputs(cols: usize) -> tokscope_core::quant::Acts {
 
 /// The quantized dots give the same bits natively (AVX2 or portable) and in WebAssembly (four
 /// rows at a time, the scales converted in SIMD): 7 rows (a group of four and three alone) of
-/// each type, with block scales that include f16 subnormals, zero, negatives and the largest.
+/// each type, with block scales that include f16 subnormals, zero, negatives and the largest;
+/// the K-quants over two super-blocks, as quantized.
 #[test]
 fn quantized_dots_are_bit_identical_in_both() {
     use tokscope_core::quant::{GgmlType, dot_rows, quantize_row};
-    let (rows, cols) = (7, 96);
+    let rows = 7;
     let scales: [u16; 7] = [0x0001, 0x03ff, 0x0000, 0x8400, 0x3c00, 0x7bff, 0xb555];
-    let acts = dot_inputs(cols);
     let mut bits = vec![];
-    for ty in [GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
-        let block = ty.bytes_for(32).unwrap() as usize;
+    for ty in GgmlType::SUPPORTED.into_iter().filter(|t| t.is_quantized()) {
+        let k = ty.block_size() == 256;
+        let cols = if k { 512 } else { 96 };
+        let acts = dot_inputs(cols);
+        let block = ty.bytes_for(ty.block_size()).unwrap() as usize;
         let mut w = vec![];
         for r in 0..rows {
             let vals: Vec<f32> = (0..cols)
                 .map(|i| (((r * cols + i) * 7919 % 1009) as f32 / 504.5) - 1.0)
                 .collect();
             let mut row = quantize_row(ty, &vals).unwrap();
-            for (b, blk) in row.chunks_exact_mut(block).enumerate() {
+            for (b, blk) in row.chunks_exact_mut(block).enumerate().filter(|_| !k) {
                 blk[..2].copy_from_slice(&scales[(r + b) % 7].to_le_bytes());
-                if ty == GgmlType::Q4_1 {
+                if matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_1) {
                     blk[2..4].copy_from_slice(&scales[(r + 2 * b + 3) % 7].to_le_bytes());
                 }
             }
@@ -119,14 +122,18 @@ fn quantized_dots_are_bit_identical_in_both() {
         dot_rows(ty, &w, w.len() / rows, acts.row_for(ty, 0), &mut out).unwrap();
         bits.extend(out.iter().map(|v| v.to_bits()));
     }
-    assert_eq!(bits, DOT_BITS);
+    assert_eq!(bits, DOT_BITS, "{bits:?}");
 }
 
-/// `quantized_dots_are_bit_identical_in_both`'s results, computed natively.
-const DOT_BITS: [u32; 21] = [
-    3159920988, 3167811356, 3278008348, 3413955492, 3419960332, 3416202821, 1125262569, 979331600, 3098245136,
-    1096338498, 1230129254, 3385589059, 3381974892, 3238371522, 3315463456, 3205175852, 3339787116, 3375688149,
-    3386486825, 3384778143, 1092749189,
+/// `quantized_dots_are_bit_identical_in_both`'s results, computed natively (types in
+/// `GgmlType::SUPPORTED` order).
+const DOT_BITS: [u32; 49] = [
+    3159920988, 3167811356, 3278008348, 3413955492, 3419960332, 3416202821, 1125262569, 1076113961, 1073480096,
+    1060349852, 1081743572, 1074928703, 1073858984, 3223444794, 986725320, 3105312728, 1105026555, 1240750001,
+    3394855155, 3391312540, 3247563686, 3315463457, 3205209711, 3339789609, 3383850285, 3394693458, 3393056582,
+    1101242400, 1078290341, 1073057026, 1065168388, 1081596482, 1074666959, 1078123493, 3216726784, 979331600,
+    3098245136, 1096338498, 1230129254, 3385589059, 3381974892, 3238371522, 3315463456, 3205175852, 3339787116,
+    3375688149, 3386486825, 3384778143, 1092749189,
 ];
 
 /// Rows of 16-bit floats in wasm (eight lanes in SIMD, a tail of 4 past them) give the bits of

@@ -2,8 +2,10 @@
 //! one run, the same GGUF: decode tok/s on each one's WebGPU path and on each one's wasm CPU
 //! path, and tokscope's native GPU engine on the browser's own driver (Chromium's SwiftShader
 //! Vulkan where there is no GPU, else the machine's Vulkan GPU) for the browser ÷ native ratio.
-//! Run it with `scripts/vs_wllama.sh` (which installs the npm package and builds the page and
-//! the CLI).
+//! Run it with `scripts/vs_wllama.sh [MODEL]` (which installs the npm package and builds the
+//! page and the CLI); MODEL is a path under dist/ (default: the default model), e.g.
+//! `models/gemma-3-270m-q4_k_m.gguf`. Where tokscope's GPU engine does not run the model's
+//! architecture, its WebGPU rows say so (the page falls back to its CPU engine).
 //!
 //! Both CPU paths run one thread: the static server sends no cross-origin isolation headers,
 //! so neither gets SharedArrayBuffer threads (tokscope's wasm engine is single-threaded anyway).
@@ -19,7 +21,7 @@ const PROMPT: &str = "The history of the printing press";
 const TIMEOUT: Duration = Duration::from_secs(900);
 
 /// bench/wllama/index.html, the package's esm/ and the model, in one folder to serve.
-fn wllama_site(package: &Path) -> PathBuf {
+fn wllama_site(package: &Path, model_path: &str) -> PathBuf {
     let site = root().join("target/wllama-site");
     let _ = std::fs::remove_dir_all(&site);
     std::fs::create_dir_all(site.join("esm/wasm")).unwrap();
@@ -30,7 +32,7 @@ fn wllama_site(package: &Path) -> PathBuf {
         std::fs::copy(&entry, site.join(rel)).unwrap();
     }
     let model = site.join("model.gguf");
-    let source = dist().join(MODEL);
+    let source = dist().join(model_path);
     if std::fs::hard_link(&source, &model).is_err() {
         std::fs::copy(&source, &model).unwrap();
     }
@@ -60,12 +62,12 @@ async fn wllama(b: &Browser, server: &server::Server, gpu: bool) -> serde_json::
     b.eval("return window.__result;").await
 }
 
-async fn tokscope(b: &Browser, server: &server::Server, cpu: bool) -> (f64, String) {
+async fn tokscope(b: &Browser, server: &server::Server, model: &str, cpu: bool) -> (f64, String) {
     let prompt = PROMPT.replace(' ', "%20");
     let backend = if cpu { "&backend=cpu" } else { "&backend=gpu" };
     // Two runs: the first warms up (pipelines, caches); the meter's mean of the second counts.
     let url = server.url(&format!(
-        "index.html?prompt={prompt}&max_tokens={TOKENS}&temperature=0{backend}"
+        "index.html?prompt={prompt}&max_tokens={TOKENS}&temperature=0{backend}&model={model}"
     ));
     b.client.goto(&url).await.unwrap();
     let ready = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
@@ -86,7 +88,7 @@ async fn tokscope(b: &Browser, server: &server::Server, cpu: bool) -> (f64, Stri
 /// The native GPU engine's decode tok/s (`tokscope bench --backend gpu`, release build) on the
 /// driver the browser's WebGPU used: Chromium's own SwiftShader when `swiftshader`, else the
 /// machine's default Vulkan adapter (a real GPU).
-fn native_on_same_driver(swiftshader: bool) -> f64 {
+fn native_on_same_driver(swiftshader: bool, model: &str) -> f64 {
     let mut cmd = std::process::Command::new(root().join("target/release/tokscope"));
     if swiftshader {
         cmd.env("VK_ICD_FILENAMES", SWIFTSHADER_ICD);
@@ -95,10 +97,13 @@ fn native_on_same_driver(swiftshader: bool) -> f64 {
         .current_dir(root())
         .args(["bench", "--backend", "gpu", "--json", "--runs", "3"])
         .args(["--tokens", &TOKENS.to_string(), "--model"])
-        .arg(root().join("dist").join(MODEL))
+        .arg(root().join("dist").join(model))
         .output()
         .expect("target/release/tokscope runs (scripts/vs_wllama.sh builds it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        println!("native GPU engine: {}", String::from_utf8_lossy(&out.stderr).trim());
+        return f64::NAN;
+    }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench --json");
     v["decode_tok_s"].as_f64().unwrap_or(f64::NAN)
 }
@@ -109,7 +114,8 @@ async fn main() {
         .nth(1)
         .map(PathBuf::from)
         .expect("usage: vs_wllama PATH/TO/node_modules/@wllama/wllama");
-    let site = wllama_site(&package);
+    let model = std::env::args().nth(2).unwrap_or_else(|| MODEL.to_string());
+    let site = wllama_site(&package, &model);
     let (ours, theirs) = (
         server::start(&dist(), "127.0.0.1:0").unwrap(),
         server::start(&site, "127.0.0.1:0").unwrap(),
@@ -117,13 +123,13 @@ async fn main() {
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let w_gpu = wllama(&b, &theirs, true).await;
     let w_cpu = wllama(&b, &theirs, false).await;
-    let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, false).await;
-    let (t_cpu, _) = tokscope(&b, &ours, true).await;
+    let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, &model, false).await;
+    let (t_cpu, _) = tokscope(&b, &ours, &model, true).await;
     b.close().await;
     let swiftshader = t_gpu_backend.to_lowercase().contains("swiftshader");
-    let native = native_on_same_driver(swiftshader);
+    let native = native_on_same_driver(swiftshader, &model);
     let rate = |v: &serde_json::Value| v["decode_tok_s"].as_f64().unwrap_or(f64::NAN);
-    println!("same browser, same GGUF ({MODEL}), {TOKENS} greedy tokens, second of two runs:");
+    println!("same browser, same GGUF ({model}), {TOKENS} greedy tokens, second of two runs:");
     println!("path              tokscope tok/s   wllama tok/s   tokscope ÷ wllama");
     println!(
         "WebGPU            {:>14.1} {:>14.1} {:>19.2}   ({t_gpu_backend})",

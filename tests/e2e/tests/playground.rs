@@ -305,14 +305,26 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
     let gemma = tokscope_core::shipped::SHIPPED[1];
     let model = format!("public/{}", gemma.path);
     let text = tokscope(
-        &["generate", "--model", &model, "--prompt", PROMPT, "--max-tokens", "8", "--temperature", "0"],
+        &[
+            "generate",
+            "--model",
+            &model,
+            "--prompt",
+            PROMPT,
+            "--max-tokens",
+            "8",
+            "--temperature",
+            "0",
+        ],
         None,
     );
     let expected = text.strip_suffix('\n').unwrap_or(&text).to_string();
     let server = serve();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let prompt = PROMPT.replace(' ', "%20");
-    let url = server.url(&format!("index.html?prompt={prompt}&max_tokens=8&temperature=0&backend=gpu"));
+    let url = server.url(&format!(
+        "index.html?prompt={prompt}&max_tokens=8&temperature=0&backend=gpu"
+    ));
     b.client.goto(&url).await.unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
     b.set("model-shipped", "1").await;

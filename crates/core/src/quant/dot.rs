@@ -133,6 +133,8 @@ fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut
         GgmlType::Q8_0 => (Quad::Q8_0, 34),
         GgmlType::Q4_0 => (Quad::Q4_0, 18),
         GgmlType::Q4_1 => (Quad::Q4_1, 20),
+        GgmlType::Q5_0 => (Quad::Q5_0, 22),
+        GgmlType::Q5_1 => (Quad::Q5_1, 24),
         _ => return 0,
     };
     let fours = out.len() / 4 * 4;

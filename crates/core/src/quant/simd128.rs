@@ -100,7 +100,16 @@ fn hsum4(s: [v128; 4]) -> v128 {
     i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(u, v), i32x4_shuffle::<2, 3, 6, 7>(u, v))
 }
 
-/// Four rows of Q8_0, Q4_0 or Q4_1 (`ty`'s block of `block_bytes`) dotted with `a` at once:
+/// A Q5 block's fifth bits for 16 elements (bit k of `b0` then of `b1` for element k, k+8) as
+/// bytes of 16 or 0, ready to OR onto the nibbles.
+#[inline]
+fn fifth_bits(b0: u8, b1: u8) -> v128 {
+    let v = u8x16(b0, b0, b0, b0, b0, b0, b0, b0, b1, b1, b1, b1, b1, b1, b1, b1);
+    let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
+    v128_and(u8x16_ne(v128_and(v, bit), u8x16_splat(0)), u8x16_splat(16))
+}
+
+/// Four rows of Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 (`ty`'s block of `block_bytes`) dotted with `a` at once:
 /// the activations' loads and widening serve four rows, the four block sums reduce together,
 /// and the scales convert four at a time. Each lane does the scalar kernel's float operations
 /// in its order (`sum += d·d_y·Σ + offset·s`; wasm has no fused multiply-add), so the result
@@ -134,6 +143,15 @@ pub(crate) fn dot_rows4(rows: [&[u8]; 4], a: &super::ActRow, block_bytes: usize,
                     let q = load(if kind == Quad::Q4_1 { 4 } else { 2 });
                     (v128_and(q, u8x16_splat(0x0F)), u8x16_shr(q, 4))
                 }
+                Quad::Q5_0 | Quad::Q5_1 => {
+                    let qs_at = if kind == Quad::Q5_1 { 8 } else { 6 };
+                    let q = load(qs_at);
+                    let h = &row[at + qs_at - 4..at + qs_at];
+                    (
+                        v128_or(v128_and(q, u8x16_splat(0x0F)), fifth_bits(h[0], h[1])),
+                        v128_or(u8x16_shr(q, 4), fifth_bits(h[2], h[3])),
+                    )
+                }
             };
             let (w0l, w0h, w1l, w1h) = match kind {
                 Quad::Q8_0 => (
@@ -160,7 +178,10 @@ pub(crate) fn dot_rows4(rows: [&[u8]; 4], a: &super::ActRow, block_bytes: usize,
         let term = match kind {
             Quad::Q8_0 => term,
             Quad::Q4_0 => f32x4_add(term, f32x4_mul(f32x4_mul(f32x4_splat(-8.0), d), f32x4_splat(a.s[b]))),
-            Quad::Q4_1 => f32x4_add(term, f32x4_mul(f16x4_to_f32(u16x4(&rows, at + 2)), f32x4_splat(a.s[b]))),
+            Quad::Q5_0 => f32x4_add(term, f32x4_mul(f32x4_mul(f32x4_splat(-16.0), d), f32x4_splat(a.s[b]))),
+            Quad::Q4_1 | Quad::Q5_1 => {
+                f32x4_add(term, f32x4_mul(f16x4_to_f32(u16x4(&rows, at + 2)), f32x4_splat(a.s[b])))
+            }
         };
         acc = f32x4_add(acc, term);
     }
@@ -178,6 +199,8 @@ pub(crate) enum Quad {
     Q8_0,
     Q4_0,
     Q4_1,
+    Q5_0,
+    Q5_1,
 }
 
 /// The eight lane sums of the scalar `dot_half` over a row of 16-bit floats (bf16 when `bf`,

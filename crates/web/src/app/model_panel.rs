@@ -2,8 +2,8 @@
 //! MB/s, time left), another model from a file, a drop or a URL, and the cache with "forget".
 
 use super::link::{phase_name, send};
-use super::state::{Loading, State};
 use super::load;
+use super::state::{Loading, State};
 use crate::protocol::{ModelSource, SYNTHETIC_CHOICES, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::meter::transfer;
