@@ -128,7 +128,20 @@ use super::simd128::{q4_block_sum, q8_block_sum};
 /// many leading rows of `out` it filled.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut [f32]) -> usize {
-    use super::simd128::{Quad, dot_rows4};
+    use super::simd128::{Quad, dot_rows4, dot_rows4_q4_k, dot_rows4_q6_k};
+    let fours = out.len() / 4 * 4;
+    let row = |g: usize, k: usize| &w[(4 * g + k) * row_bytes..(4 * g + k + 1) * row_bytes];
+    let k_quant = match ty {
+        GgmlType::Q4_K => Some(dot_rows4_q4_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
+        GgmlType::Q6_K => Some(dot_rows4_q6_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
+        _ => None,
+    };
+    if let Some(dot4) = k_quant {
+        for (g, o) in out[..fours].chunks_exact_mut(4).enumerate() {
+            o.copy_from_slice(&dot4([row(g, 0), row(g, 1), row(g, 2), row(g, 3)], a));
+        }
+        return fours;
+    }
     let (kind, block_bytes) = match ty {
         GgmlType::Q8_0 => (Quad::Q8_0, 34),
         GgmlType::Q4_0 => (Quad::Q4_0, 18),
@@ -137,10 +150,13 @@ fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut
         GgmlType::Q5_1 => (Quad::Q5_1, 24),
         _ => return 0,
     };
-    let fours = out.len() / 4 * 4;
     for (g, o) in out[..fours].chunks_exact_mut(4).enumerate() {
-        let row = |k: usize| &w[(4 * g + k) * row_bytes..(4 * g + k + 1) * row_bytes];
-        o.copy_from_slice(&dot_rows4([row(0), row(1), row(2), row(3)], a, block_bytes, kind));
+        o.copy_from_slice(&dot_rows4(
+            [row(g, 0), row(g, 1), row(g, 2), row(g, 3)],
+            a,
+            block_bytes,
+            kind,
+        ));
     }
     fours
 }

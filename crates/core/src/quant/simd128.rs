@@ -193,7 +193,135 @@ pub(crate) fn dot_rows4(rows: [&[u8]; 4], a: &super::ActRow, block_bytes: usize,
     ]
 }
 
-/// The block types [`dot_rows4`] handles.
+/// Σ over one sub-block of 32 of `y` (widened, as `ys`) times the bytes `w0`, `w1` (unsigned
+/// when `unsigned`, else signed), as i32x4 partial sums.
+#[inline]
+fn dot32(w0: v128, w1: v128, ys: &[v128; 4], unsigned: bool) -> v128 {
+    let widen = |w: v128| {
+        if unsigned {
+            (u16x8_extend_low_u8x16(w), u16x8_extend_high_u8x16(w))
+        } else {
+            (i16x8_extend_low_i8x16(w), i16x8_extend_high_i8x16(w))
+        }
+    };
+    let ((a, b), (c, e)) = (widen(w0), widen(w1));
+    i32x4_add(
+        i32x4_add(i32x4_dot_i16x8(a, ys[0]), i32x4_dot_i16x8(b, ys[1])),
+        i32x4_add(i32x4_dot_i16x8(c, ys[2]), i32x4_dot_i16x8(e, ys[3])),
+    )
+}
+
+/// Block `b`'s 32 activations, widened to i16 in four vectors.
+#[inline]
+fn acts32(a: &super::ActRow, b: usize) -> [v128; 4] {
+    assert!(a.qs.len() >= (b + 1) * 32);
+    // SAFETY: asserted above.
+    let (y0, y1) = unsafe {
+        let y = a.qs.as_ptr().add(b * 32);
+        (v128_load(y as *const v128), v128_load(y.add(16) as *const v128))
+    };
+    [
+        i16x8_extend_low_i8x16(y0),
+        i16x8_extend_high_i8x16(y0),
+        i16x8_extend_low_i8x16(y1),
+        i16x8_extend_high_i8x16(y1),
+    ]
+}
+
+/// 16 bytes of `row` from `at`.
+#[inline]
+fn load16(row: &[u8], at: usize) -> v128 {
+    assert!(row.len() >= at + 16);
+    // SAFETY: asserted above; v128_load reads 16 unaligned bytes.
+    unsafe { v128_load(row.as_ptr().add(at) as *const v128) }
+}
+
+fn lanes(v: v128) -> [f32; 4] {
+    [
+        f32x4_extract_lane::<0>(v),
+        f32x4_extract_lane::<1>(v),
+        f32x4_extract_lane::<2>(v),
+        f32x4_extract_lane::<3>(v),
+    ]
+}
+
+/// Four Q4_K rows against Q8_K-rounded activations, each lane in `dot::dot_q4_k`'s float order
+/// (`sum += d·sc·d_y·Σ − dmin·m·s` per sub-block), so the scalar kernel's bits.
+pub(crate) fn dot_rows4_q4_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
+    use super::kquants::{Q4_K_BYTES, scale_min};
+    let mut acc = f32x4_splat(0.0);
+    for sb in 0..a.d.len() / 8 {
+        let at = sb * Q4_K_BYTES;
+        let (d, dmin) = (f16x4_to_f32(u16x4(&rows, at)), f16x4_to_f32(u16x4(&rows, at + 2)));
+        let sm = rows.map(|r| {
+            let scales = &r[at + 4..at + 16];
+            core::array::from_fn::<(u8, u8), 8, _>(|j| scale_min(j, scales))
+        });
+        for (j, sm_j) in (0..8).map(|j| (j, sm.map(|r| r[j]))) {
+            let b = sb * 8 + j;
+            let ys = acts32(a, b);
+            let shift = 4 * (j as u32 % 2);
+            let sums = rows.map(|row| {
+                let q = at + 16 + 32 * (j / 2);
+                let nib = |w: v128| v128_and(u8x16_shr(w, shift), u8x16_splat(0x0F));
+                dot32(nib(load16(row, q)), nib(load16(row, q + 16)), &ys, true)
+            });
+            let sumi = f32x4_convert_i32x4(hsum4(sums));
+            let sc = f32x4(sm_j[0].0 as f32, sm_j[1].0 as f32, sm_j[2].0 as f32, sm_j[3].0 as f32);
+            let m = f32x4(sm_j[0].1 as f32, sm_j[1].1 as f32, sm_j[2].1 as f32, sm_j[3].1 as f32);
+            let plus = f32x4_mul(f32x4_mul(f32x4_mul(d, sc), f32x4_splat(a.d[b])), sumi);
+            let minus = f32x4_mul(f32x4_mul(dmin, m), f32x4_splat(a.s[b]));
+            acc = f32x4_add(acc, f32x4_sub(plus, minus));
+        }
+    }
+    lanes(acc)
+}
+
+/// Four Q6_K rows against Q8_K-rounded activations, in `dot::dot_q6_k`'s order: the six-bit
+/// values less 32 as signed bytes, each 16-value half's integer sum times its i8 scale, then
+/// `sum += d·d_y·Σ`.
+pub(crate) fn dot_rows4_q6_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
+    use super::kquants::Q6_K_BYTES;
+    let mut acc = f32x4_splat(0.0);
+    for sb in 0..a.d.len() / 8 {
+        let at = sb * Q6_K_BYTES;
+        let d = f16x4_to_f32(u16x4(&rows, at + 208));
+        for h in 0..2 {
+            for k in 0..4 {
+                let b = sb * 8 + 4 * h + k;
+                let ys = acts32(a, b);
+                let sumi = rows.map(|row| {
+                    let lo = at + 64 * h + 32 * (k % 2);
+                    let hi = at + 128 + 32 * h;
+                    let six = |l: usize| {
+                        let nib = v128_and(u8x16_shr(load16(row, lo + l), 4 * (k as u32 / 2)), u8x16_splat(0x0F));
+                        let top = u8x16_shl(
+                            v128_and(u8x16_shr(load16(row, hi + l), 2 * k as u32), u8x16_splat(3)),
+                            4,
+                        );
+                        i8x16_sub(v128_or(nib, top), i8x16_splat(32))
+                    };
+                    let (w0, w1) = (six(0), six(16));
+                    let half0 = hsum(i32x4_add(
+                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(w0), ys[0]),
+                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(w0), ys[1]),
+                    ));
+                    let half1 = hsum(i32x4_add(
+                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(w1), ys[2]),
+                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(w1), ys[3]),
+                    ));
+                    let sc = &row[at + 192 + 8 * h + 2 * k..];
+                    half0 * (sc[0] as i8) as i32 + half1 * (sc[1] as i8) as i32
+                });
+                let sumi = f32x4_convert_i32x4(i32x4(sumi[0], sumi[1], sumi[2], sumi[3]));
+                acc = f32x4_add(acc, f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[b])), sumi));
+            }
+        }
+    }
+    lanes(acc)
+}
+
+/// The block types [`dot_rows`] handles.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Quad {
     Q8_0,
