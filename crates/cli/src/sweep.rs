@@ -206,9 +206,18 @@ pub fn run(a: &BenchArgs, sweep: Sweep) -> CliResult {
             bytes_per_token,
         } = measure(&mut engine, &model, &prompt, a.tokens, a.runs)?;
         let decode_tok_s = median(&decode_runs);
+        // Measured from the matrices, not the type's nominal figure: a K-quant point holds
+        // llama.cpp's stand-ins where rows are not whole super-blocks.
+        let mats = model
+            .desc
+            .layers
+            .iter()
+            .flat_map(|l| l.matrices())
+            .chain([&model.desc.output]);
+        let (bytes, params) = mats.fold((0, 0), |(b, p), w| (b + w.n_bytes(), p + w.n_params()));
         rows.push(Row {
             ty: ty.name(),
-            bits_per_weight: ty.bits_per_weight(),
+            bits_per_weight: 8.0 * bytes as f64 / params as f64,
             bytes_per_token,
             decode_tok_s,
             prefill_tok_s: median(&prefill_runs),
@@ -219,6 +228,7 @@ pub fn run(a: &BenchArgs, sweep: Sweep) -> CliResult {
             eprintln!("measured {ty}");
         }
     }
+    rows.sort_by(|a, b| a.bytes_per_token.total_cmp(&b.bytes_per_token));
     let report = Report {
         sweep: "precision",
         backend,

@@ -535,12 +535,16 @@ fn bench_sweeps_the_precision_dial() {
     assert_eq!(v["sweep"], "precision");
     let rows = v["rows"].as_array().unwrap();
     let types: Vec<&str> = rows.iter().map(|r| r["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["Q4_0", "Q4_1", "Q8_0", "F16", "F32"]);
+    // Fewest bytes first; the tiny model's 64-wide rows give the K-quant points llama.cpp's
+    // stand-ins (Q4_K → Q5_0, Q6_K → Q8_0, as many bytes as the Q8_0 point).
+    assert_eq!(types, ["Q4_0", "Q4_1", "Q4_K", "Q6_K", "Q8_0", "F16", "F32"]);
     let bytes: Vec<f64> = rows.iter().map(|r| r["bytes_per_token"].as_f64().unwrap()).collect();
     assert!(
-        bytes.windows(2).all(|w| w[0] < w[1]),
+        bytes.windows(2).all(|w| w[0] <= w[1]) && bytes[0] < bytes[6],
         "bytes per token rise along the dial: {bytes:?}"
     );
+    let bits: Vec<f64> = rows.iter().map(|r| r["bits_per_weight"].as_f64().unwrap()).collect();
+    assert_eq!(bits[2], 5.5, "Q4_K's stand-in Q5_0 on 64-wide rows: {bits:?}");
     assert!(rows.iter().all(|r| r["decode_tok_s"].as_f64().unwrap() > 0.0));
     let text = String::from_utf8(tokscope(&args).stdout).unwrap();
     assert!(text.contains("precision sweep") && text.contains("F16"), "{text}");

@@ -2,20 +2,38 @@
 //! reader can watch decode speed follow bytes per token on their own device. Every 2-D tensor
 //! (the projections, the token embedding and output head) is dequantized row by row and
 //! requantized with ggml's reference quantizers; 1-D tensors (norms) and metadata are copied.
+//! A K-quant point re-encodes rows that are not whole super-blocks of 256 at llama.cpp's
+//! stand-in type (Q4_K → Q5_0, Q6_K → Q8_0: `llama_tensor_get_type`'s fallback in
+//! src/llama-quant.cpp), as a Q4_K_M file of the same model has them.
 //! Re-encoding a 4-bit model at 16 bits adds no information — the point is the bytes.
 
 use crate::gguf::{Gguf, GgufWriter};
 use crate::quant::{GgmlType, dequantize_row, quantize_row};
 use std::fmt;
 
-/// The precisions the dial offers, fewest bytes first.
-pub const DIAL: [GgmlType; 5] = [
+/// The precisions the dial offers, fewest bits per weight first (Q4_0 and Q4_K both 4.5).
+pub const DIAL: [GgmlType; 7] = [
     GgmlType::Q4_0,
+    GgmlType::Q4_K,
     GgmlType::Q4_1,
+    GgmlType::Q6_K,
     GgmlType::Q8_0,
     GgmlType::F16,
     GgmlType::F32,
 ];
+
+/// The type a matrix with rows of `dims[0]` values gets at the dial point `target`: `target`
+/// where its rows are whole blocks, else llama.cpp's stand-in for the K-quants, else none (the
+/// tensor is copied as it is).
+pub fn encoding(dims: &[u64], target: GgmlType) -> Option<GgmlType> {
+    let fits = |t: GgmlType| dims.len() == 2 && dims[0].is_multiple_of(t.block_size());
+    let stand_in = match target {
+        GgmlType::Q4_K => GgmlType::Q5_0,
+        GgmlType::Q6_K => GgmlType::Q8_0,
+        other => other,
+    };
+    [target, stand_in].into_iter().find(|&t| fits(t))
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequantError {
@@ -35,16 +53,11 @@ impl std::error::Error for RequantError {}
 pub fn encoded_len<B: AsRef<[u8]>>(g: &Gguf<B>, target: GgmlType) -> u64 {
     g.tensors()
         .iter()
-        .map(|t| match reencoded(t.dims.as_slice(), target) {
-            true => target.bytes_for(t.n_elements()).unwrap_or(t.n_bytes()),
-            false => t.n_bytes(),
+        .map(|t| match encoding(t.dims.as_slice(), target) {
+            Some(ty) => ty.bytes_for(t.n_elements()).unwrap_or(t.n_bytes()),
+            None => t.n_bytes(),
         })
         .sum()
-}
-
-/// Whether a tensor of these dimensions is re-encoded: matrices whose rows hold whole blocks.
-fn reencoded(dims: &[u64], target: GgmlType) -> bool {
-    dims.len() == 2 && dims[0].is_multiple_of(target.block_size())
 }
 
 /// The model as GGUF bytes with its matrices at `target`; `progress(done, total)` counts
@@ -76,7 +89,8 @@ pub fn requantize<B: AsRef<[u8]>>(
     let total = g.tensors().len();
     for (i, t) in g.tensors().iter().enumerate() {
         let data = g.tensor_data(t);
-        let bytes = if reencoded(&t.dims, target) && t.ty != target {
+        let to = encoding(&t.dims, target).filter(|&ty| ty != t.ty);
+        let bytes = if let Some(target) = to {
             let fail = |reason: String| RequantError {
                 tensor: t.name.clone(),
                 reason,
@@ -112,10 +126,41 @@ mod tests {
         Gguf::parse(TinyLlama::default().build()).unwrap()
     }
 
+    /// 256 wide: the K-quant points apply to every matrix.
+    fn tiny_256() -> Gguf<Vec<u8>> {
+        let spec = TinyLlama {
+            d_model: 256,
+            ffn_dim: 512,
+            ..Default::default()
+        };
+        Gguf::parse(spec.build()).unwrap()
+    }
+
+    /// Rows not whole super-blocks take llama.cpp's stand-in (64-wide tiny model: Q5_0, Q8_0).
+    #[test]
+    fn k_points_fall_back_where_rows_are_not_super_blocks() {
+        assert_eq!(encoding(&[64, 10], GgmlType::Q4_K), Some(GgmlType::Q5_0));
+        assert_eq!(encoding(&[512, 10], GgmlType::Q4_K), Some(GgmlType::Q4_K));
+        assert_eq!(encoding(&[64, 10], GgmlType::Q6_K), Some(GgmlType::Q8_0));
+        assert_eq!(encoding(&[64], GgmlType::Q6_K), None);
+        assert_eq!(encoding(&[48, 2], GgmlType::Q4_0), None);
+        let g = tiny();
+        let back = Gguf::parse(requantize(&g, GgmlType::Q4_K, |_, _| {}).unwrap()).unwrap();
+        for t in back.tensors().iter().filter(|t| t.dims.len() == 2) {
+            let want = if t.dims[0] % 256 == 0 {
+                GgmlType::Q4_K
+            } else {
+                GgmlType::Q5_0
+            };
+            assert_eq!(t.ty, want, "{}", t.name);
+        }
+        assert!(Model::from_gguf(back).is_ok());
+    }
+
     #[test]
     fn bytes_follow_the_dial_and_the_model_still_loads() {
-        let g = tiny();
-        let mut last = 0;
+        let g = tiny_256();
+        let mut last = (0, 0.0);
         for ty in DIAL {
             let mut calls = 0;
             let bytes = requantize(&g, ty, |_, _| calls += 1).unwrap();
@@ -130,8 +175,14 @@ mod tests {
             assert!(back.get("general.file_type").is_none());
             let m = Model::from_gguf(back).unwrap();
             let per_token = m.desc.weight_bytes_per_token();
-            assert!(per_token > last, "{ty}: {per_token} bytes per token after {last}");
-            last = per_token;
+            // More bits per weight read more bytes; equal bits (Q4_0, Q4_K) the same.
+            let more = ty.bits_per_weight() > last.1;
+            assert!(
+                per_token > last.0 || (!more && per_token == last.0),
+                "{ty}: {per_token} bytes per token after {}",
+                last.0
+            );
+            last = (per_token, ty.bits_per_weight());
         }
     }
 

@@ -1,6 +1,8 @@
-//! The precision dial: the loaded model re-encoded at Q4_0, Q4_1, Q8_0, F16 and F32 in the
-//! worker, each decoded on this device, plotted as tok/s against bytes per token over the
-//! ceiling the probe's bandwidth sets. Then the file's own encoding is restored.
+//! The precision dial: the loaded model re-encoded at Q4_0, Q4_K, Q4_1, Q6_K, Q8_0, F16 and F32
+//! in the worker (a K-quant point takes llama.cpp's stand-in type where rows are not whole
+//! super-blocks: `requant::encoding`), each decoded on this device, plotted as tok/s against
+//! bytes per token over the ceiling the probe's bandwidth sets, listed fewest bytes first.
+//! Then the file's own encoding is restored.
 
 use super::link::send;
 use super::state::State;
@@ -103,7 +105,8 @@ pub fn on_done(state: State, info: Option<ModelInfo>) {
                     precision: DIAL[i].name(),
                     bytes_per_token: info.bytes_per_token,
                     tok_s,
-                })
+                });
+                d.points.sort_by_key(|p| p.bytes_per_token);
             });
         }
         next(state, i);
@@ -144,7 +147,7 @@ pub fn DialPanel(state: State) -> impl IntoView {
     view! {
         <div class="dial" data-testid="dial">
             <h3>"Precision dial"</h3>
-            <p class="explain">"The same weights re-encoded at five precisions, each decoded here. If decoding is bandwidth-bound, "
+            <p class="explain">"The same weights re-encoded at seven precisions (Q4_K and Q6_K take llama.cpp's Q5_0 and Q8_0 where rows are not whole 256-value super-blocks), each decoded here. If decoding is bandwidth-bound, "
                 "tok/s falls as bytes per token rise, along the ceiling bandwidth ÷ bytes (drawn once the speed check has measured the bandwidth)."</p>
             <Show when=move || state.model.get().is_some_and(|m| !m.backend.gpu)>
                 <p class="note">"On the CPU engine, unpacking each format costs arithmetic as well as bytes (F16 most of all, "
