@@ -60,8 +60,17 @@ struct Shape {
     cache_at: u32,
     capacity: u32,
     ml_at: u32,
+    window: u32,
+    scale: f32,
+    flags: u32,
+    rope_at: u32,
     _pad: [u32; 3],
 }
+
+/// ops.wgsl `qkv_post`'s flags.
+const QKV_BIAS: u32 = 1;
+const QKV_NORM: u32 = 2;
+const ROPE_HALVES: u32 = 4;
 
 /// What a dispatch computes, for the time split per kernel class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -74,6 +83,8 @@ pub enum KernelClass {
     Head,
     /// The top-k of the logits.
     TopK,
+    /// Per-head Q/K norms with RoPE, post-norm residual adds (families other than llama).
+    Norms,
 }
 
 /// One kernel class's share of a profiled token.
@@ -104,6 +115,10 @@ enum Dispatch {
     Matvec(MatvecCall),
     Attention(wgpu::BindGroup, u32),
     TopK(wgpu::BindGroup),
+    /// The non-llama families' Q/K/V step (bias, head norms, RoPE, KV write), per head slot.
+    QkvPost(wgpu::BindGroup, u32),
+    /// A post-norm residual add (gemma3), per column.
+    NormAdd(wgpu::BindGroup),
 }
 
 /// A pass's column counts: all of them (the layers) and the head's (from `Step::head_from`),
@@ -124,6 +139,7 @@ impl Dispatch {
             Dispatch::Matvec(_) => KernelClass::Matvec,
             Dispatch::Attention(..) => KernelClass::Attention,
             Dispatch::TopK(_) => KernelClass::TopK,
+            Dispatch::QkvPost(..) | Dispatch::NormAdd(_) => KernelClass::Norms,
         }
     }
 }
@@ -155,7 +171,10 @@ pub struct GpuEngine<B> {
     /// What the last submit leaves to read back: per column, for this many columns.
     pending: Option<(Want, usize)>,
     read_buf: Vec<u8>,
-    inv_freq: Vec<f32>,
+    /// Each distinct RoPE table's frequencies (one per base: Gemma 3 has two).
+    inv_freqs: Vec<Vec<f32>>,
+    qkv_post: Option<wgpu::ComputePipeline>,
+    norm_add: Option<wgpu::ComputePipeline>,
     capacity: usize,
     /// Attention's most shares per (column, head): [`max_splits`].
     max_splits: usize,
@@ -226,13 +245,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             )));
         }
         let c = &model.config;
-        if c.family != Family::Llama {
-            return Err(GpuEngineError::Unsupported(format!(
-                "the {} architecture (per-head norms, post-norms, GELU, sliding windows or biases) \
-                 has no GPU kernels yet; the CPU engine runs it",
-                c.architecture
-            )));
-        }
         if c.rope_dim != c.head_dim {
             return Err(GpuEngineError::Unsupported(format!(
                 "partial RoPE ({} of {} dims) is not implemented on the GPU yet",
@@ -246,6 +258,17 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let ops_workgroup = [("WG", ops_wg as f64)];
         let attention = ctx.pipeline_with(&module, "attention", &ops_workgroup);
         let top_k = ctx.pipeline_with(&module, "top_k", &ops_workgroup);
+        // The llama family's Q/K/V step is matvec's fused RoPE epilogue; the others need a
+        // whole head (its norm) or pair across it (RoPE on halves): a step of their own.
+        // So do Q, K and V of different types (Q4_K_M gives V more bits): one matrix cannot hold
+        // them without re-encoding, so they run as three products into one buffer.
+        let family = c.family;
+        let one_type = |l: &tokscope_core::model::LayerDesc| l.wq.ty == l.wk.ty && l.wk.ty == l.wv.ty;
+        let fused_rope = family == Family::Llama && model.desc.layers.iter().all(one_type);
+        let qkv_post = (!fused_rope).then(|| ctx.pipeline_with(&module, "qkv_post", &ops_workgroup));
+        let norm_add = family
+            .post_norms()
+            .then(|| ctx.pipeline_with(&module, "norm_add", &ops_workgroup));
         let mut matvec = MatvecKernels::new(&ctx);
         let (d, qd, kvd, fd) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
         let n = MAX_COLUMNS;
@@ -280,7 +303,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         ctx.check_binding("KV cache", (cache_floats * 4) as u64)?;
         let kc = storage(&ctx, "K cache", cache_floats);
         let vc = storage(&ctx, "V cache", cache_floats);
-        let rope = storage(&ctx, "rope cos/sin", n * c.head_dim);
+        // One RoPE table per distinct set of frequencies (Gemma 3: local and global layers).
+        let mut inv_freqs: Vec<Vec<f32>> = Vec::new();
+        let layer_table: Vec<usize> = (0..c.n_layers)
+            .map(|li| {
+                let f = model.rope_inv_freq(li);
+                inv_freqs.iter().position(|g| *g == f).unwrap_or_else(|| {
+                    inv_freqs.push(f);
+                    inv_freqs.len() - 1
+                })
+            })
+            .collect();
+        let rope = storage(&ctx, "rope cos/sin", inv_freqs.len() * n * c.head_dim);
+        let qkv = storage(&ctx, "qkv", if fused_rope { 1 } else { n * (qd + 2 * kvd) });
+        let proj = storage(&ctx, "projection", if norm_add.is_some() { n * d } else { 1 });
         let step = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("step"),
             size: std::mem::size_of::<Step>() as u64,
@@ -313,7 +349,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             let rows = parts.iter().map(|w| w.rows).sum();
             put(name, ty, parts[0].cols, &bytes, 0..rows)
         };
-        let shape_buf = |cache_at: usize, rows: usize| {
+        let shape_buf = |cache_at: usize, rows: usize, layer: Option<usize>| {
+            let window = layer.filter(|&li| c.is_sliding(li)).and(c.sliding_window).unwrap_or(0);
+            let flags = (family.qkv_bias() as u32 * QKV_BIAS)
+                | (family.qk_norm() as u32 * QKV_NORM)
+                | (family.rope_halves() as u32 * ROPE_HALVES);
             let s = Shape {
                 d: rows as u32,
                 eps: c.rms_eps,
@@ -324,6 +364,10 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 cache_at: cache_at as u32,
                 capacity: capacity as u32,
                 ml_at: shares.ml_at as u32,
+                window: window as u32,
+                scale: c.attn_scale(),
+                flags,
+                rope_at: (layer.map_or(0, |li| layer_table[li]) * n * c.head_dim) as u32,
                 _pad: [0; 3],
             };
             dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -378,21 +422,68 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             let cache_at = li * layer_floats;
             let attn_norm = table(&model.dequantized(&l.attn_norm));
             let ffn_norm = table(&model.dequantized(&l.ffn_norm));
-            let wqkv = upload(&format!("blk.{li}.attn_qkv"), &[&l.wq, &l.wk, &l.wv], false)?;
+            // Q, K and V stacked into one matrix where they share a type, else one each.
+            let wqkv = match one_type(l) {
+                true => vec![upload(&format!("blk.{li}.attn_qkv"), &[&l.wq, &l.wk, &l.wv], false)?],
+                false => vec![
+                    upload(&l.wq.name, &[&l.wq], false)?,
+                    upload(&l.wk.name, &[&l.wk], false)?,
+                    upload(&l.wv.name, &[&l.wv], false)?,
+                ],
+            };
             let wo = upload(&l.wo.name, &[&l.wo], false)?;
             let wgu = upload(&format!("blk.{li}.ffn_gate_up"), &[&l.w_gate, &l.w_up], true)?;
             let wd = upload(&l.w_down.name, &[&l.w_down], false)?;
-            let rope_kv = Epilogue::RopeKv {
-                q_rows: qd,
-                kv_rows: kvd,
-                head_dim: c.head_dim,
-                cache_at,
-                k_cache: &kc,
-                v_cache: &vc,
-                rope: &rope,
-            };
-            dispatches.push(mv(&wqkv, io(&x, &q, Some((&attn_norm, eps)), rope_kv, &step)));
-            let shape = shape_buf(cache_at, d);
+            let shape = shape_buf(cache_at, d, Some(li));
+            if let Some(post) = &qkv_post {
+                // Q/K/V stored as they come, then bias, head norms, RoPE and the KV write.
+                let mut at = 0;
+                for m in &wqkv {
+                    let into = MatvecIo {
+                        out_rows: Some((at, qd + 2 * kvd)),
+                        ..io(&x, &qkv, Some((&attn_norm, eps)), Epilogue::Store, &step)
+                    };
+                    dispatches.push(mv(m, into));
+                    at += m.rows;
+                }
+                let vec_of = |w: &Option<Weight>| w.as_ref().map(|w| model.dequantized(w)).unwrap_or_default();
+                let mut g = vec_of(&l.q_norm);
+                g.extend(vec_of(&l.k_norm));
+                let mut b = vec_of(&l.bq);
+                b.extend(vec_of(&l.bk));
+                b.extend(vec_of(&l.bv));
+                // wgpu refuses empty bindings: a placeholder where the family has none.
+                let (g, b) = (
+                    table(if g.is_empty() { &[0.0] } else { &g }),
+                    table(if b.is_empty() { &[0.0] } else { &b }),
+                );
+                let post_bind = bind(
+                    post,
+                    &[
+                        (0, &qkv),
+                        (2, &q),
+                        (3, &kc),
+                        (4, &vc),
+                        (5, &shape),
+                        (6, &step),
+                        (10, &g),
+                        (11, &b),
+                        (12, &rope),
+                    ],
+                );
+                dispatches.push(Dispatch::QkvPost(post_bind, (c.n_heads + 2 * c.n_kv_heads) as u32));
+            } else {
+                let rope_kv = Epilogue::RopeKv {
+                    q_rows: qd,
+                    kv_rows: kvd,
+                    head_dim: c.head_dim,
+                    cache_at,
+                    k_cache: &kc,
+                    v_cache: &vc,
+                    rope: &rope,
+                };
+                dispatches.push(mv(&wqkv[0], io(&x, &q, Some((&attn_norm, eps)), rope_kv, &step)));
+            }
             let att_bind = bind(
                 &attention,
                 &[
@@ -406,13 +497,38 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 ],
             );
             dispatches.push(Dispatch::Attention(att_bind, c.n_heads as u32));
+            // With post-norms (gemma3) a projection is stored, then normalised into the residual.
+            let post_norm = |w: &Option<Weight>| {
+                let (Some(pipe), Some(w)) = (&norm_add, w) else {
+                    return None;
+                };
+                let g = table(&model.dequantized(w));
+                Some(Dispatch::NormAdd(bind(
+                    pipe,
+                    &[(0, &x), (2, &proj), (5, &shape), (10, &g)],
+                )))
+            };
+            let (after_wo, after_down) = (post_norm(&l.post_attn_norm), post_norm(&l.post_ffn_norm));
+            let residual = |post: &Option<Dispatch>| match post {
+                Some(_) => (&proj, Epilogue::Store),
+                None => (&x, Epilogue::Add),
+            };
+            let (to, epilogue) = residual(&after_wo);
             let wo_io = MatvecIo {
                 combine: Some(shares),
-                ..io(&att, &x, None, Epilogue::Add, &step)
+                ..io(&att, to, None, epilogue, &step)
             };
             dispatches.push(mv(&wo, wo_io));
-            dispatches.push(mv(&wgu, io(&x, &h, Some((&ffn_norm, eps)), Epilogue::SwiGlu, &step)));
-            dispatches.push(mv(&wd, io(&h, &x, None, Epilogue::Add, &step)));
+            dispatches.extend(after_wo);
+            let act = if family.gelu() {
+                Epilogue::GeGlu
+            } else {
+                Epilogue::SwiGlu
+            };
+            dispatches.push(mv(&wgu, io(&x, &h, Some((&ffn_norm, eps)), act, &step)));
+            let (to, epilogue) = residual(&after_down);
+            dispatches.push(mv(&wd, io(&h, to, None, epilogue, &step)));
+            dispatches.extend(after_down);
         }
         let layer_dispatches = dispatches.len();
         let out_norm = table(&model.dequantized(&model.desc.output_norm));
@@ -439,16 +555,18 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             };
             dispatches.push(mv(&head, head_io));
         }
-        let shape = shape_buf(0, c.vocab_size);
+        let shape = shape_buf(0, c.vocab_size, None);
         dispatches.push(Dispatch::TopK(bind(
             &top_k,
             &[(0, &logits), (5, &shape), (6, &step), (9, &candidates)],
         )));
         let staging = Staging::new(&ctx, (seqs * (c.vocab_size * 4).max(MAX_TOP_K * 8)) as u64);
         Ok(Self {
-            inv_freq: model.rope_inv_freq(0),
+            cos_sin: vec![0.0; inv_freqs.len() * n * c.head_dim],
+            inv_freqs,
             embed_rows: vec![0.0; n * d],
-            cos_sin: vec![0.0; n * c.head_dim],
+            qkv_post,
+            norm_add,
             model,
             ctx,
             matvec,
@@ -539,8 +657,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 .into());
             }
             self.model.embed(token, &mut self.embed_rows[j * d..(j + 1) * d]);
-            let (cos, sin) = self.cos_sin[j * hd..(j + 1) * hd].split_at_mut(half);
-            rope_table(pos[seq], &self.inv_freq, cos, sin);
+            for (t, inv_freq) in self.inv_freqs.iter().enumerate() {
+                let at = (t * MAX_COLUMNS + j) * hd;
+                let (cos, sin) = self.cos_sin[at..at + hd].split_at_mut(half);
+                rope_table(pos[seq], inv_freq, cos, sin);
+            }
             let start = seq * self.capacity;
             step.cols[j] = [(start + pos[seq]) as u32, pos[seq] as u32, start as u32, 0];
             pos[seq] += 1;
@@ -558,7 +679,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         };
         let q = &self.ctx.queue;
         q.write_buffer(&self.x, 0, bytemuck::cast_slice(&self.embed_rows[..n * d]));
-        q.write_buffer(&self.rope, 0, bytemuck::cast_slice(&self.cos_sin[..n * hd]));
+        q.write_buffer(&self.rope, 0, bytemuck::cast_slice(&self.cos_sin));
         q.write_buffer(&self.step, 0, bytemuck::bytes_of(&step));
         self.pos = pos;
         Ok(Columns {
@@ -575,6 +696,16 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 pass.set_pipeline(&self.attention);
                 pass.set_bind_group(0, bind, &[]);
                 pass.dispatch_workgroups(*heads, cols.splits, cols.n as u32);
+            }
+            Dispatch::QkvPost(bind, slots) => {
+                pass.set_pipeline(self.qkv_post.as_ref().expect("made with its dispatches"));
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(*slots, 1, cols.n as u32);
+            }
+            Dispatch::NormAdd(bind) => {
+                pass.set_pipeline(self.norm_add.as_ref().expect("made with its dispatches"));
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(1, 1, cols.n as u32);
             }
             Dispatch::TopK(bind) => {
                 pass.set_pipeline(&self.top_k);

@@ -222,6 +222,8 @@ pub enum Epilogue<'a> {
     },
     /// Rows are gate and up interleaved: `y[i] = silu(row 2i) · row 2i+1`.
     SwiGlu,
+    /// As SwiGlu with GELU (tanh form, at f16 like ggml's CPU backend): gemma3.
+    GeGlu,
 }
 
 /// One matvec call's inputs and outputs.
@@ -520,6 +522,7 @@ impl MatvecKernels {
                 ..
             } => (2, *q_rows, *kv_rows, *head_dim, *cache_at),
             Epilogue::SwiGlu => (3, 0, 0, 0, 0),
+            Epilogue::GeGlu => (4, 0, 0, 0, 0),
         };
         let (k_cache, v_cache, rope) = match &io.epilogue {
             Epilogue::RopeKv {

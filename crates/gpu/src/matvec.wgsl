@@ -324,6 +324,31 @@ fn put(oc: u32, row: u32, v: f32) {
     }
 }
 
+// Rounded to f16 (nearest, ties to even) and back, in bits: WGSL leaves pack2x16float's
+// rounding to the implementation. |x| < 2^-14 rounds to f16's subnormal step 2^-24; GELU's
+// inputs here are within ±10, so no overflow.
+fn f16r(x: f32) -> f32 {
+    if (abs(x) < 6.1035156e-5) {
+        return round(x * 16777216.0) / 16777216.0;
+    }
+    let b = bitcast<u32>(x);
+    let r = (b + 0xFFFu + ((b >> 13u) & 1u)) & 0xFFFFE000u;
+    return bitcast<f32>(r);
+}
+
+// GELU (tanh form) as ggml's CPU backend evaluates it (GGML_GELU_FP16: input and result at
+// f16; 0 below −10, the identity above 10), so the GPU tracks the CPU engine (cpu/ops.rs).
+fn gelu_f16(v: f32) -> f32 {
+    if (v <= -10.0) {
+        return 0.0;
+    }
+    if (v >= 10.0) {
+        return v;
+    }
+    let x = f16r(v);
+    return f16r(0.5 * x * (1.0 + tanh(0.7978846 * x * (1.0 + 0.044715 * x * x))));
+}
+
 // A pair of rows (2i, 2i+1) of column oc through the epilogue.
 fn put_pair(oc: u32, row: u32, v0: f32, v1: f32) {
     let col = first_col() + oc;
@@ -351,6 +376,9 @@ fn put_pair(oc: u32, row: u32, v0: f32, v1: f32) {
         }
         case 3u: {
             y[col * (p.rows / 2u) + row / 2u] = v0 / (1.0 + exp(-v0)) * v1;
+        }
+        case 4u: {
+            y[col * (p.rows / 2u) + row / 2u] = gelu_f16(v0) * v1;
         }
         default: {
             put(oc, row, v0);

@@ -1,5 +1,7 @@
-// The per-token kernels that are not matrix products: attention over the KV cache, and the
-// top-k of the logits, each for every column (token) of the pass (matvec.wgsl's columns). Each
+// The per-token kernels that are not matrix products: attention over the KV cache, the top-k of
+// the logits, and for the non-llama families the Q/K/V step (bias, per-head RMSNorm, RoPE,
+// KV write) and the post-norm residual add, each for every column (token) of the pass
+// (matvec.wgsl's columns). Each
 // entry point uses a subset of the bindings below (pipelines use layout: auto, so a bind group
 // names just those).
 
@@ -13,6 +15,10 @@ struct Shape {
     cache_at: u32,   // this layer's first float in the K and V caches
     capacity: u32,   // positions one sequence's cache holds
     ml_at: u32,      // attention: the first vec4 of the (max, sum) records in `c`
+    window: u32,     // attention: positions a query sees back (itself included), 0: all
+    scale: f32,      // attention: what Q·K is multiplied by
+    flags: u32,      // qkv_post: 1 bias, 2 per-head Q/K norm, 4 RoPE on halves
+    rope_at: u32,    // qkv_post: this layer's RoPE table (per column cos then sin) in `rope`
     _p0: u32,
     _p1: u32,
     _p2: u32,
@@ -39,6 +45,9 @@ struct Step {
 @group(0) @binding(6) var<uniform> step: Step;
 @group(0) @binding(8) var<storage, read_write> scratch: array<f32>;
 @group(0) @binding(9) var<storage, read_write> out: array<u32>;
+@group(0) @binding(10) var<storage, read> gains: array<f32>;
+@group(0) @binding(11) var<storage, read> bias: array<f32>;
+@group(0) @binding(12) var<storage, read> rope: array<f32>;
 
 // Invocations per workgroup, a power of two (engine.rs sets it per adapter): 256 on GPUs; 64 on
 // CPU adapters, where an invocation is a SIMD lane and each barrier of a reduction switches
@@ -93,8 +102,10 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let jc = wid.z;
     let col = step.cols[jc];
     let len = col.y + 1u;
-    let per = (len + step.splits - 1u) / step.splits;
-    let lo = min(split * per, len);
+    // A sliding-window layer attends to the last `window` positions only.
+    let first = select(0u, len - min(len, shape.window), shape.window > 0u);
+    let per = (len - first + step.splits - 1u) / step.splits;
+    let lo = min(first + split * per, len);
     let hi = min(lo + per, len);
     let hd = shape.head_dim;
     let kvh = h / (shape.n_heads / shape.n_kv_heads);
@@ -102,7 +113,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let q_at = (jc * shape.n_heads + h) * hd;
     let base = (jc * shape.n_heads + h) * shape.capacity;
     let cache_at = shape.cache_at + col.z * kv_dim + kvh * hd;
-    let scale = inverseSqrt(f32(hd));
+    let scale = shape.scale;
     var m_own = LOWEST;
     for (var j = lo + i; j < hi; j += WG) {
         let k_at = cache_at + j * kv_dim;
@@ -214,5 +225,95 @@ fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
             a[at + win] = LOWEST;
             own = slice_best(at, i);
         }
+    }
+}
+
+// The largest head the Q/K/V step holds in workgroup memory (the CPU engine's MAX_HEAD_DIM).
+const MAX_HD: u32 = 256u;
+var<workgroup> head_v: array<f32, MAX_HD>;
+
+// The Q/K/V step of the families whose projections cannot end in matvec's fused RoPE epilogue
+// (gemma3 and qwen3 normalise each head first; their RoPE pairs i with i + hd/2): workgroup
+// (head slot x, column z) over `a`, the pass's stacked Q, K, V rows per column (matvec's
+// Store). Slots 0..n_heads are Q heads (into `c`, attention's input), then K heads and V heads
+// (into this position's cache rows). Adds the bias, RMS-normalises Q and K heads with their
+// gains (`gains`: Q's then K's, head_dim each), rotates them by this layer's RoPE table.
+@compute @workgroup_size(WG)
+fn qkv_post(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
+    let slot = wid.x;
+    let jc = wid.z;
+    let hd = shape.head_dim;
+    let qd = shape.n_heads * hd;
+    let kvd = shape.n_kv_heads * hd;
+    let row0 = slot * hd;  // first row of this head among the stacked Q, K, V rows
+    let at = jc * (qd + 2u * kvd) + row0;
+    let is_q = slot < shape.n_heads;
+    let is_v = row0 >= qd + kvd;
+    var ss = 0.0;
+    for (var e = i; e < hd; e += WG) {
+        var v = a[at + e];
+        if ((shape.flags & 1u) != 0u) {
+            v += bias[row0 + e];
+        }
+        head_v[e] = v;
+        ss += v * v;
+    }
+    let cache_row = shape.cache_at + step.cols[jc].x * kvd;
+    if (is_v) {
+        for (var e = i; e < hd; e += WG) {
+            vc[cache_row + row0 - qd - kvd + e] = head_v[e];
+        }
+        return;
+    }
+    let sum = reduce_sum(i, ss);
+    let inv = inverseSqrt(sum / f32(hd) + shape.eps);
+    let g_at = select(hd, 0u, is_q);
+    if ((shape.flags & 2u) != 0u) {
+        for (var e = i; e < hd; e += WG) {
+            head_v[e] = head_v[e] * inv * gains[g_at + e];
+        }
+    }
+    workgroupBarrier();
+    let half = hd / 2u;
+    let r_at = shape.rope_at + jc * hd;
+    for (var e = i; e < hd; e += WG) {
+        // This element's pair and angle: (e, e ± hd/2) on halves, (2k, 2k+1) otherwise.
+        var k: u32;
+        var mate: u32;
+        var first: bool;
+        if ((shape.flags & 4u) != 0u) {
+            first = e < half;
+            k = select(e - half, e, first);
+            mate = select(e - half, e + half, first);
+        } else {
+            first = (e & 1u) == 0u;
+            k = e / 2u;
+            mate = select(e - 1u, e + 1u, first);
+        }
+        let co = rope[r_at + k];
+        let si = rope[r_at + half + k];
+        let x = head_v[e];
+        let y = head_v[mate];
+        let r = select(y * si + x * co, x * co - y * si, first);
+        if (is_q) {
+            c[jc * qd + row0 + e] = r;
+        } else {
+            kc[cache_row + row0 - qd + e] = r;
+        }
+    }
+}
+
+// x += RMSNorm(c) · gains, per column (workgroup z): the post-attention and post-FFN norms of
+// gemma3, applied to a projection's output before the residual add.
+@compute @workgroup_size(WG)
+fn norm_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
+    let at = wid.z * shape.d;
+    var ss = 0.0;
+    for (var e = i; e < shape.d; e += WG) {
+        ss += c[at + e] * c[at + e];
+    }
+    let inv = inverseSqrt(reduce_sum(i, ss) / f32(shape.d) + shape.eps);
+    for (var e = i; e < shape.d; e += WG) {
+        a[at + e] += c[at + e] * inv * gains[e];
     }
 }

@@ -42,6 +42,34 @@ async fn gpu_logits_match_cpu_engine_in_the_browser() {
     }
 }
 
+/// gemma3 (head norms, post-norms, GELU, sliding windows), qwen2 and qwen3 in the browser's
+/// WebGPU, with WebGPU's validation watching the Q/K/V step and post-norm bindings.
+#[wasm_bindgen_test]
+async fn every_family_matches_the_cpu_engine_in_the_browser() {
+    use tokscope_core::model::Family;
+    let ctx = Arc::new(GpuContext::new().await.unwrap());
+    for family in [Family::Gemma3, Family::Qwen2, Family::Qwen3] {
+        let spec = TinyLlama {
+            family,
+            n_layers: if family == Family::Gemma3 { 6 } else { 2 },
+            ..Default::default()
+        };
+        let model = Arc::new(Model::load(spec.build()).unwrap());
+        let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
+        for (i, &t) in TOKENS.iter().enumerate() {
+            let want = cpu.decode(t).unwrap().to_vec();
+            gpu.submit(t, Want::Logits).unwrap();
+            let got = gpu.read_async().await.unwrap().into_logits();
+            assert_logits_close(GgmlType::Q4_1, i, &got, &want);
+        }
+        if let Some(e) = scope.pop().await {
+            panic!("{family:?}: WebGPU validation error: {e}");
+        }
+    }
+}
+
 #[wasm_bindgen_test]
 async fn prefill_then_top_k_matches_the_cpu_engine() {
     let ctx = Arc::new(GpuContext::new().await.unwrap());

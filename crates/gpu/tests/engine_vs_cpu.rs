@@ -231,3 +231,69 @@ fn k_quant_mix_decodes_like_the_cpu_engine() {
         }
     }
 }
+
+/// gemma3 (six layers: five sliding within a 5-position window, one global with its own RoPE
+/// base; head norms, post-norms, GELU), qwen2 (biases) and qwen3 (head norms) against the CPU
+/// engine, token by token past the window and as one prefill, in F32 and Q8_0.
+#[test]
+fn every_family_matches_the_cpu_engine() {
+    use tokscope_core::model::Family;
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    for family in [Family::Gemma3, Family::Qwen2, Family::Qwen3] {
+        for ty in [GgmlType::F32, GgmlType::Q8_0] {
+            let spec = TinyLlama {
+                family,
+                n_layers: if family == Family::Gemma3 { 6 } else { 2 },
+                weight_type: ty,
+                embd_type: ty,
+                ..Default::default()
+            };
+            let model = Arc::new(Model::load(spec.build()).unwrap());
+            let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+            let mut gpu = GpuEngine::new(ctx.clone(), model.clone(), 32, |_, _| {}).unwrap();
+            for (i, &t) in TOKENS.iter().enumerate() {
+                let want = cpu.decode(t).unwrap().to_vec();
+                let got = gpu.decode(t).unwrap();
+                assert_logits_close(ty, i, &got, &want);
+            }
+            let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+            let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
+            let want = cpu.prefill(&TOKENS).unwrap().to_vec();
+            let got = gpu.prefill(&TOKENS, Want::Logits).unwrap().into_logits();
+            assert_logits_close(ty, 99, &got, &want);
+            println!(
+                "{family:?} {ty}: GPU = CPU, {} dispatches a token",
+                gpu.dispatches_per_token()
+            );
+        }
+    }
+}
+
+/// Q, K and V of different types (Q4_K_M files give V more bits) run as three products into one
+/// buffer and the Q/K/V step rotates adjacent pairs for llama: no re-encoding, the CPU's
+/// numbers. Here V is re-encoded Q8_0 while Q and K stay Q4_1.
+#[test]
+fn mixed_qkv_types_match_the_cpu_engine() {
+    use tokscope_core::quant::{dequantize_row, quantize_row};
+    let Some(ctx) = common::gpu() else { return };
+    let mut w = TinyLlama::default().writer();
+    for t in w.tensors.iter_mut().filter(|t| t.name.ends_with("attn_v.weight")) {
+        let mut x = vec![0f32; t.dims.iter().product::<u64>() as usize];
+        dequantize_row(t.ty, &t.data, &mut x).unwrap();
+        t.data = quantize_row(GgmlType::Q8_0, &x).unwrap();
+        t.ty = GgmlType::Q8_0;
+    }
+    let model = Arc::new(Model::load(w.to_bytes()).unwrap());
+    let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+    let mut gpu = GpuEngine::new(Arc::new(ctx), model, 32, |_, _| {}).unwrap();
+    assert_eq!(
+        gpu.dispatches_per_token(),
+        2 * 8 + 2,
+        "three products and the Q/K/V step"
+    );
+    for (i, &t) in TOKENS.iter().enumerate() {
+        let want = cpu.decode(t).unwrap().to_vec();
+        assert_logits_close(GgmlType::Q4_1, i, &gpu.decode(t).unwrap(), &want);
+    }
+}

@@ -295,10 +295,11 @@ async fn a_synthetic_model_is_made_in_the_page_and_generates() {
     b.close().await;
 }
 
-/// Gemma 3 270M, the second model served with the page, picked from the model menu: the GPU
-/// engine has no gemma3 kernels yet, so the page falls back to the CPU engine and says why; its
-/// greedy text equals the CLI's (which tracks llama.cpp: core's `llamacpp_parity`), and the card
-/// shows the bytes per token `tokscope inspect` prints.
+/// Gemma 3 270M, the second model served with the page, picked from the model menu, on the
+/// page's CPU engine (`backend=cpu`: on SwiftShader its 262k-row head would take minutes; the
+/// GPU engine runs gemma3 in `browser_engine.rs` on tiny models and natively on the real one):
+/// its greedy text equals the CLI's (which tracks llama.cpp: core's `llamacpp_parity`), and the
+/// card shows the bytes per token `tokscope inspect` prints.
 #[tokio::test]
 async fn gemma_from_the_model_menu_runs_like_the_cli() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -323,7 +324,7 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let prompt = PROMPT.replace(' ', "%20");
     let url = server.url(&format!(
-        "index.html?prompt={prompt}&max_tokens=8&temperature=0&backend=gpu"
+        "index.html?prompt={prompt}&max_tokens=8&temperature=0&backend=cpu"
     ));
     b.client.goto(&url).await.unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
@@ -338,8 +339,6 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
         "{info}"
     );
     assert_eq!(b.text("backend").await, "CPU (WASM)");
-    let notice = b.text("notice").await;
-    assert!(notice.contains("gemma3"), "notice: {notice:?}");
     b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
         .await;
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
