@@ -191,6 +191,7 @@ fn engine_matches_naive_forward_for_every_weight_type() {
         (GgmlType::Q4_1, 0.03),
         (GgmlType::Q6_K, 0.03),
         (GgmlType::Q4_K, 0.03),
+        (GgmlType::Q5_K, 0.03),
     ] {
         // K-quants hold 256 values a block: rows that wide.
         let (d_model, ffn_dim) = if ty.block_size() == 256 { (256, 512) } else { (64, 96) };

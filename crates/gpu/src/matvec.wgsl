@@ -743,6 +743,47 @@ fn matvec_q4_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     finish(lid, r0, c0, acc);
 }
 
+// Q5_K: Q4_K with a fifth bit per weight (repack.rs: per unit 8 vec4 of nibbles, then 2 of
+// the `qh` bytes).
+@compute @workgroup_size(WG)
+fn matvec_q5_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    let nsb = p.cols / 256u;
+    var acc: array<f32, MAX_RC>;
+    for (var sb = lid % LANES; sb < nsb; sb += LANES) {
+        let t0 = tile0(r0, sb, nsb);
+        for (var r = 0u; r < R; r++) {
+            let t = t0 + r;
+            let s = w4[p.scales_at / 4u + t];
+            let dm = unpack2x16float(s.x);
+            let qh0 = w4[t * 10u + 8u];
+            let qh1 = w4[t * 10u + 9u];
+            for (var k = 0u; k < 4u; k++) {
+                let qa = w4[t * 10u + 2u * k];
+                let qb = w4[t * 10u + 2u * k + 1u];
+                for (var h = 0u; h < 2u; h++) {
+                    let j = 2u * k + h;
+                    let sm = k4_scale_min(s, j);
+                    let shift = vec4<u32>(4u * h);
+                    // The fifth bit of sub-block j's elements: bit j of each qh byte, to 16.
+                    let hj = vec4<u32>(j);
+                    let one = vec4<u32>(0x01010101u);
+                    let na = ((qa >> shift) & vec4<u32>(0x0F0F0F0Fu)) | (((qh0 >> hj) & one) << vec4<u32>(4u));
+                    let nb4 = ((qb >> shift) & vec4<u32>(0x0F0F0F0Fu)) | (((qh1 >> hj) & one) << vec4<u32>(4u));
+                    for (var c = 0u; c < NC; c++) {
+                        let xc = staged(c, sb * 8u + j, nb);
+                        acc[r * NC + c] += dm.x * sm.x * xc.d * f32(q8_dot(na, nb4, xc.x0, xc.x1)) - dm.y * sm.y * xc.s;
+                    }
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
+}
+
 // Σ over 16 staged int8 values (one vec4) times the signed bytes of `q` minus 32 each.
 fn q6_half(q: vec4<u32>, x: vec4<u32>) -> i32 {
     let ones = 0x01010101u;

@@ -124,17 +124,26 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
             }
             (words, at)
         }
-        GgmlType::Q4_K => {
-            // Per super-block: 8 vec4 of nibbles, then (region 2) d|dmin and the 12 scale bytes.
-            let mut qs = Vec::with_capacity(bytes.len() / 144 * 32);
-            let mut sc = Vec::with_capacity(bytes.len() / 144 * 4);
-            for blk in bytes.chunks_exact(144) {
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            // Per super-block: 8 vec4 of nibbles (Q5_K: then 2 of fifth bits), then (region 2)
+            // d|dmin and the 12 scale bytes.
+            let five = ty == GgmlType::Q5_K;
+            let (block, per) = if five { (176, 40) } else { (144, 32) };
+            let mut qs = Vec::with_capacity(bytes.len() / block * per);
+            let mut sc = Vec::with_capacity(bytes.len() / block * 4);
+            for blk in bytes.chunks_exact(block) {
                 sc.push(f16_bits(blk, 0) | (f16_bits(blk, 2) << 16));
                 sc.extend(blk[4..16].chunks_exact(4).map(word));
-                qs.extend(blk[16..].chunks_exact(4).map(word));
+                let (qh, q) = if five {
+                    blk[16..].split_at(32)
+                } else {
+                    blk[16..].split_at(0)
+                };
+                qs.extend(q.chunks_exact(4).map(word));
+                qs.extend(qh.chunks_exact(4).map(word));
             }
             let units = cols / 256;
-            let mut words = place(qs, 32, units);
+            let mut words = place(qs, per, units);
             let at = words.len();
             words.extend(place(sc, 4, units));
             (words, at)
@@ -200,7 +209,7 @@ mod tests {
                     }
                 }
             }
-            GgmlType::Q4_K | GgmlType::Q6_K => {
+            GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
                 // Rebuild the GGUF block from the packed words, then dequantize it.
                 let (t, j) = (tile(r, c / 256, p.cols / 256, p.group), c % 256);
                 let bytes_of = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
@@ -209,6 +218,10 @@ mod tests {
                 if p.ty == GgmlType::Q4_K {
                     blk.extend(bytes_of(&p.words[p.scales_at + 4 * t..p.scales_at + 4 * t + 4]));
                     blk.extend(bytes_of(&p.words[32 * t..32 * t + 32]));
+                } else if p.ty == GgmlType::Q5_K {
+                    blk.extend(bytes_of(&p.words[p.scales_at + 4 * t..p.scales_at + 4 * t + 4]));
+                    blk.extend(bytes_of(&p.words[40 * t + 32..40 * t + 40]));
+                    blk.extend(bytes_of(&p.words[40 * t..40 * t + 32]));
                 } else {
                     blk.extend(bytes_of(&p.words[52 * t..52 * t + 52]));
                     let d = p.words[p.scales_at + t / 2] >> (16 * (t % 2));

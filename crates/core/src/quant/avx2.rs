@@ -32,6 +32,10 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 GgmlType::Q5_0 => dot_q4::<false, true>(row, nb, a),
                 GgmlType::Q5_1 => dot_q4::<true, true>(row, nb, a),
                 GgmlType::Q4_K => dot_q4_k(row, nb, a),
+                // The portable kernel (auto-vectorized under this function's target features).
+                GgmlType::Q5_K => {
+                    super::dot::dot_q5_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q5_K_BYTES), a)
+                }
                 GgmlType::Q6_K => dot_q6_k(row, nb, a),
                 _ => unreachable!("checked by quant::dot_rows"),
             }

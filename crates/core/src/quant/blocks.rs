@@ -19,7 +19,7 @@ pub const QK: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
-    "tensor type {0} cannot be {1} by tokscope (supported: F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1)"
+    "tensor type {0} cannot be {1} by tokscope (supported: F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q5_1, Q5_K, Q4_K, Q4_0, Q4_1)"
 )]
 pub struct UnsupportedType(pub GgmlType, pub &'static str);
 
@@ -88,6 +88,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), U
             }
         }
         GgmlType::Q4_K => super::kquants::dequantize_q4_k(src, dst),
+        GgmlType::Q5_K => super::kquants::dequantize_q5_k(src, dst),
         GgmlType::Q6_K => super::kquants::dequantize_q6_k(src, dst),
         other => return Err(UnsupportedType(other, "dequantized")),
     }
@@ -196,6 +197,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
             }
         }
         GgmlType::Q4_K => super::kquants::quantize_q4_k(src, &mut out),
+        GgmlType::Q5_K => super::kquants::quantize_q5_k(src, &mut out),
         GgmlType::Q6_K => super::kquants::quantize_q6_k(src, &mut out),
         other => return Err(UnsupportedType(other, "quantized")),
     }
@@ -337,6 +339,7 @@ mod tests {
             GgmlType::Q5_0,
             GgmlType::Q5_1,
             GgmlType::Q4_K,
+            GgmlType::Q5_K,
             GgmlType::Q6_K,
             GgmlType::Q8_0,
             GgmlType::F16,

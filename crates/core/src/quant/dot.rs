@@ -44,6 +44,7 @@ pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: Act
             GgmlType::Q5_0 => dot_q4::<true>(row, a, false),
             GgmlType::Q5_1 => dot_q4::<true>(row, a, true),
             GgmlType::Q4_K => dot_q4_k(row, a),
+            GgmlType::Q5_K => dot_q5_k(row, a),
             GgmlType::Q6_K => dot_q6_k(row, a),
             _ => unreachable!("checked by dot_rows"),
         };
@@ -214,21 +215,40 @@ fn q5_block_sum(qh: u32, qs: &[u8], y: &[i8]) -> i32 {
 /// Q4_K against 8-bit activation blocks of 32 (one per sub-block): `Σ x·y = d·sc·d_y·Σq·y −
 /// dmin·m·s`, the integer sum exact (avx2.rs does the float part in this order).
 pub(crate) fn dot_q4_k(row: &[u8], a: ActRow) -> f32 {
-    use super::kquants::{Q4_K_BYTES, scale_min};
+    dot_k4::<false>(row, a)
+}
+
+/// Q5_K: Q4_K's with each nibble's fifth bit (bit j of `qh[l]` for element l of sub-block j).
+pub(crate) fn dot_q5_k(row: &[u8], a: ActRow) -> f32 {
+    dot_k4::<true>(row, a)
+}
+
+fn dot_k4<const FIVE: bool>(row: &[u8], a: ActRow) -> f32 {
+    use super::kquants::{Q4_K_BYTES, Q5_K_BYTES, scale_min};
+    let bytes = if FIVE { Q5_K_BYTES } else { Q4_K_BYTES };
     let mut sum = 0f32;
-    for (sb, blk) in row.chunks_exact(Q4_K_BYTES).enumerate() {
+    for (sb, blk) in row.chunks_exact(bytes).enumerate() {
         let (d, dmin) = (read_f16(blk, 0), read_f16(blk, 2));
-        let (scales, qs) = (&blk[4..16], &blk[16..]);
+        let scales = &blk[4..16];
+        let (qh, qs) = if FIVE {
+            (&blk[16..48], &blk[48..])
+        } else {
+            (&blk[..0], &blk[16..])
+        };
         for j in 0..8 {
             let b = sb * 8 + j;
             let y = &a.qs[b * QK..(b + 1) * QK];
             let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
             let shift = 4 * (j % 2);
-            let sumi: i32 = q
+            let mut sumi: i32 = q
                 .iter()
                 .zip(y)
                 .map(|(&q, &v)| ((q >> shift) & 0xF) as i32 * v as i32)
                 .sum();
+            if FIVE {
+                let high: i32 = qh.iter().zip(y).map(|(&h, &v)| ((h >> j) & 1) as i32 * v as i32).sum();
+                sumi += 16 * high;
+            }
             let (sc, m) = scale_min(j, scales);
             sum += d * sc as f32 * a.d[b] * sumi as f32 - dmin * m as f32 * a.s[b];
         }

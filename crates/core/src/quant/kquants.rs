@@ -1,24 +1,28 @@
-//! ggml's K-quants Q4_K and Q6_K (super-blocks of 256): layouts, dequantization and the reference
-//! quantizers, bit for bit. Sources: ggml/src/ggml-common.h (`block_q4_K`, `block_q6_K`) and
-//! ggml/src/ggml-quants.c (`quantize_row_q4_K_ref`, `quantize_row_q6_K_ref`, `make_qkx2_quants`,
-//! `make_qx_quants`, `dequantize_row_q4_K`, `dequantize_row_q6_K`); every float operation here is
-//! the C code's, in its order, so the bytes match (tests/fixtures/ggml_quants.bin, made by ggml's
-//! own functions).
+//! ggml's K-quants Q4_K, Q5_K and Q6_K (super-blocks of 256): layouts, dequantization and the
+//! reference quantizers, bit for bit. Sources: ggml/src/ggml-common.h (`block_q4_K`,
+//! `block_q5_K`, `block_q6_K`) and ggml/src/ggml-quants.c (`quantize_row_q{4,5,6}_K_ref`,
+//! `make_qkx2_quants`, `make_qx_quants`, `dequantize_row_q{4,5,6}_K`); every float operation here
+//! is the C code's, in its order, so the bytes match (tests/fixtures/ggml/, made by ggml's own
+//! functions).
 //!
 //! - Q4_K (144 bytes / 256 weights): f16 `d`, f16 `dmin`, 12 bytes of 6-bit scales and mins for
 //!   eight sub-blocks of 32 (`scale_min`), 128 bytes of nibbles: bytes 32k..32k+32 hold sub-block
 //!   2k in their low nibbles and 2k+1 in their high ones; `x = d·sc·q − dmin·m`.
+//! - Q5_K (176 bytes): Q4_K's header and nibbles with a fifth bit per weight, `qh` (32 bytes)
+//!   before the nibbles: bit j of `qh[l]` belongs to element l of sub-block j; `x = d·sc·q −
+//!   dmin·m`, q five bits.
 //! - Q6_K (210 bytes): 128 bytes of low nibbles `ql`, 64 of high bit pairs `qh`, 16 i8 scales (one
 //!   per 16 weights), f16 `d`; `x = d·sc·(q − 32)`, q six bits.
 //!
-//! Their dot products are in quant/dot.rs (portable) and quant/avx2.rs; the GPU has no kernels
-//! for them yet (issue #20).
+//! Their dot products are in quant/dot.rs (portable), quant/avx2.rs, quant/simd128.rs and the
+//! GPU's matvec.wgsl.
 
 use super::blocks::read_f16;
 use half::f16;
 
 pub const QK_K: usize = 256;
 pub const Q4_K_BYTES: usize = 144;
+pub const Q5_K_BYTES: usize = 176;
 pub const Q6_K_BYTES: usize = 210;
 /// ggml's `GROUP_MAX_EPS`: a group whose largest magnitude is below it quantizes to zeros.
 const GROUP_MAX_EPS: f32 = 1e-15;
@@ -41,17 +45,36 @@ pub fn scale_min(j: usize, q: &[u8]) -> (u8, u8) {
 }
 
 pub fn dequantize_q4_k(src: &[u8], dst: &mut [f32]) {
-    for (out, blk) in dst.chunks_exact_mut(QK_K).zip(src.chunks_exact(Q4_K_BYTES)) {
+    dequantize_k4::<false>(src, dst)
+}
+
+pub fn dequantize_q5_k(src: &[u8], dst: &mut [f32]) {
+    dequantize_k4::<true>(src, dst)
+}
+
+/// Q4_K, or with `FIVE` Q5_K (each nibble plus 16 where its `qh` bit is set).
+fn dequantize_k4<const FIVE: bool>(src: &[u8], dst: &mut [f32]) {
+    let bytes = if FIVE { Q5_K_BYTES } else { Q4_K_BYTES };
+    for (out, blk) in dst.chunks_exact_mut(QK_K).zip(src.chunks_exact(bytes)) {
         let (d, min) = (read_f16(blk, 0), read_f16(blk, 2));
-        let (scales, qs) = (&blk[4..16], &blk[16..]);
+        let scales = &blk[4..16];
+        let (qh, qs) = if FIVE {
+            (&blk[16..48], &blk[48..])
+        } else {
+            (&blk[..0], &blk[16..])
+        };
         for (k, (q, y)) in qs.chunks_exact(32).zip(out.chunks_exact_mut(64)).enumerate() {
             let (sc1, m1) = scale_min(2 * k, scales);
             let (sc2, m2) = scale_min(2 * k + 1, scales);
             let (d1, m1) = (d * sc1 as f32, min * m1 as f32);
             let (d2, m2) = (d * sc2 as f32, min * m2 as f32);
             for l in 0..32 {
-                y[l] = d1 * (q[l] & 0xF) as f32 - m1;
-                y[l + 32] = d2 * (q[l] >> 4) as f32 - m2;
+                let (h1, h2) = match FIVE {
+                    true => (((qh[l] >> (2 * k)) & 1) << 4, ((qh[l] >> (2 * k + 1)) & 1) << 4),
+                    false => (0, 0),
+                };
+                y[l] = d1 * ((q[l] & 0xF) + h1) as f32 - m1;
+                y[l + 32] = d2 * ((q[l] >> 4) + h2) as f32 - m2;
             }
         }
     }
@@ -215,6 +238,16 @@ fn f16_bytes(x: f32) -> [u8; 2] {
 
 /// ggml's `quantize_row_q4_K_ref`.
 pub fn quantize_q4_k(src: &[f32], out: &mut Vec<u8>) {
+    quantize_k4::<false>(src, out)
+}
+
+/// ggml's `quantize_row_q5_K_ref`: Q4_K's with 32 levels (and its own search parameters).
+pub fn quantize_q5_k(src: &[f32], out: &mut Vec<u8>) {
+    quantize_k4::<true>(src, out)
+}
+
+fn quantize_k4<const FIVE: bool>(src: &[f32], out: &mut Vec<u8>) {
+    let (nmax, rmin, nstep) = if FIVE { (31, -0.5, 15) } else { (15, -1.0, 20) };
     for x in src.chunks_exact(QK_K) {
         let mut l = [0u8; QK_K];
         let (mut scales, mut mins) = ([0f32; 8], [0f32; 8]);
@@ -227,7 +260,7 @@ pub fn quantize_q4_k(src: &[f32], out: &mut Vec<u8>) {
             }
             let av_x = (sum_x2 / 32.0).sqrt();
             let weights: [f32; 32] = std::array::from_fn(|i| av_x + xs[i].abs());
-            (scales[j], mins[j]) = make_qkx2_quants(xs, &weights, 15, &mut l[32 * j..32 * j + 32], -1.0, 0.1, 20);
+            (scales[j], mins[j]) = make_qkx2_quants(xs, &weights, nmax, &mut l[32 * j..32 * j + 32], rmin, 0.1, nstep);
             if scales[j] > max_scale {
                 max_scale = scales[j];
             }
@@ -260,14 +293,24 @@ pub fn quantize_q4_k(src: &[f32], out: &mut Vec<u8>) {
             }
             let dm = dminf * m as f32;
             for i in 0..32 {
-                l[32 * j + i] = nearest_int((x[32 * j + i] + dm) / dj).clamp(0, 15) as u8;
+                l[32 * j + i] = nearest_int((x[32 * j + i] + dm) / dj).clamp(0, nmax) as u8;
             }
         }
         out.extend_from_slice(&d);
         out.extend_from_slice(&dmin);
         out.extend_from_slice(&sc);
+        if FIVE {
+            // Bit j of qh[i]: the fifth bit of element i of sub-block j.
+            let mut qh = [0u8; 32];
+            for (j, sub) in l.chunks_exact(32).enumerate() {
+                for (h, &v) in qh.iter_mut().zip(sub) {
+                    *h |= (v >> 4) << j;
+                }
+            }
+            out.extend_from_slice(&qh);
+        }
         for j in (0..QK_K).step_by(64) {
-            out.extend((0..32).map(|i| l[j + i] | (l[j + i + 32] << 4)));
+            out.extend((0..32).map(|i| (l[j + i] & 0xF) | ((l[j + i + 32] & 0xF) << 4)));
         }
     }
 }
@@ -408,5 +451,29 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(want), "{ty}");
         }
+    }
+
+    /// `quantize_row_q5_K_ref` and `dequantize_row_q5_K` (ggml-org/ggml d99724f2, gcc -O2) on
+    /// quants.bin's 1,024 values: `tests/fixtures/ggml/q5_k.bin` holds the 4 blocks, then the
+    /// 1,024 floats back.
+    #[test]
+    fn q5_k_bit_for_bit_with_ggml() {
+        use crate::quant::{GgmlType, dequantize_row, quantize_row};
+        let values: &[u8] = include_bytes!("../../tests/fixtures/ggml/quants.bin");
+        let bin: &[u8] = include_bytes!("../../tests/fixtures/ggml/q5_k.bin");
+        let floats = |b: &[u8]| -> Vec<f32> {
+            b.chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect()
+        };
+        let x = floats(&values[..4096]);
+        let (want, back) = bin.split_at(4 * Q5_K_BYTES);
+        let got = quantize_row(GgmlType::Q5_K, &x).unwrap();
+        let first = got.iter().zip(want).position(|(a, b)| a != b);
+        assert_eq!(first, None, "first differing byte");
+        let mut deq = vec![0f32; 1024];
+        dequantize_row(GgmlType::Q5_K, want, &mut deq).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&deq), bits(&floats(back)));
     }
 }

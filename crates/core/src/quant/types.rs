@@ -163,7 +163,7 @@ impl GgmlType {
 
     /// Types that tokscope's engines can execute (dequantize and dot).
     /// (The GPU engine runs a subset: `tokscope_gpu::matvec::entry_point` says which.)
-    pub const SUPPORTED: [GgmlType; 10] = [
+    pub const SUPPORTED: [GgmlType; 11] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::BF16,
@@ -171,6 +171,7 @@ impl GgmlType {
         GgmlType::Q6_K,
         GgmlType::Q5_0,
         GgmlType::Q5_1,
+        GgmlType::Q5_K,
         GgmlType::Q4_K,
         GgmlType::Q4_0,
         GgmlType::Q4_1,
