@@ -248,10 +248,20 @@ fn lanes(v: v128) -> [f32; 4] {
 /// Four Q4_K rows against Q8_K-rounded activations, each lane in `dot::dot_q4_k`'s float order
 /// (`sum += d·sc·d_y·Σ − dmin·m·s` per sub-block), so the scalar kernel's bits.
 pub(crate) fn dot_rows4_q4_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
-    use super::kquants::{Q4_K_BYTES, scale_min};
+    dot_rows4_k4::<false>(rows, a)
+}
+
+/// Q5_K: as Q4_K with each nibble's fifth bit (bit j of the `qh` byte) added as 16.
+pub(crate) fn dot_rows4_q5_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
+    dot_rows4_k4::<true>(rows, a)
+}
+
+fn dot_rows4_k4<const FIVE: bool>(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
+    use super::kquants::{Q4_K_BYTES, Q5_K_BYTES, scale_min};
+    let (bytes, qs_at) = if FIVE { (Q5_K_BYTES, 48) } else { (Q4_K_BYTES, 16) };
     let mut acc = f32x4_splat(0.0);
     for sb in 0..a.d.len() / 8 {
-        let at = sb * Q4_K_BYTES;
+        let at = sb * bytes;
         let (d, dmin) = (f16x4_to_f32(u16x4(&rows, at)), f16x4_to_f32(u16x4(&rows, at + 2)));
         let sm = rows.map(|r| {
             let scales = &r[at + 4..at + 16];
@@ -262,9 +272,16 @@ pub(crate) fn dot_rows4_q4_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
             let ys = acts32(a, b);
             let shift = 4 * (j as u32 % 2);
             let sums = rows.map(|row| {
-                let q = at + 16 + 32 * (j / 2);
-                let nib = |w: v128| v128_and(u8x16_shr(w, shift), u8x16_splat(0x0F));
-                dot32(nib(load16(row, q)), nib(load16(row, q + 16)), &ys, true)
+                let q = at + qs_at + 32 * (j / 2);
+                let nib = |w: v128, h: usize| {
+                    let n = v128_and(u8x16_shr(w, shift), u8x16_splat(0x0F));
+                    if !FIVE {
+                        return n;
+                    }
+                    let fifth = v128_and(u8x16_shr(load16(row, at + 16 + h), j as u32), u8x16_splat(1));
+                    v128_or(n, u8x16_shl(fifth, 4))
+                };
+                dot32(nib(load16(row, q), 0), nib(load16(row, q + 16), 16), &ys, true)
             });
             let sumi = f32x4_convert_i32x4(hsum4(sums));
             let sc = f32x4(sm_j[0].0 as f32, sm_j[1].0 as f32, sm_j[2].0 as f32, sm_j[3].0 as f32);
