@@ -3,7 +3,8 @@
 # out in one run, so the ratios are side by side. Nothing else depends on it.
 #   1. the adapters Vulkan offers, `tokscope probe`, then `tokscope bench --backend gpu` on
 #      SmolLM2 135M (the default file, or its exact shapes in random weights where the file cannot
-#      be fetched), Llama 3.2 1B and Llama 3.1 8B shaped models (`synth-model`): decode, prefill,
+#      be fetched), Gemma 3 270M (gemma3: Q4_K with Q5_0 rows and a Q8_0 262k head), Llama 3.2 1B
+#      and Llama 3.1 8B shaped models (`synth-model`): decode, prefill,
 #      bytes per token, probe GB/s, MBU, dispatches per token, time per kernel class, the floor
 #      model and measured ÷ floor; then the precision and batch sweeps on SmolLM2 (aggregate
 #      tok/s at B = 8 against B = 1 is the throughput-vs-latency proof);
@@ -55,6 +56,7 @@ if [ ! -f "$smollm2" ]; then
   smollm2=$models/smollm2-135m.Q4_1.gguf
   synth --shape smollm2-135m --type q4_1 "$smollm2" >/dev/null || exit 1
 fi
+synth --shape gemma3-270m --type q4_k "$models/gemma3-270m.Q4_K.gguf" >/dev/null || exit 1
 synth --shape llama-3.2-1b --type q4_1 "$models/llama-3.2-1b.Q4_1.gguf" >/dev/null || exit 1
 synth --shape llama-3.1-8b --type q4_0 "$models/llama-3.1-8b.Q4_0.gguf" >/dev/null || exit 1
 
@@ -63,7 +65,7 @@ step "tokscope probe"
 $bin probe --json > "$out/probe.json"
 $bin probe
 
-for m in "$smollm2" "$models/llama-3.2-1b.Q4_1.gguf" "$models/llama-3.1-8b.Q4_0.gguf"; do
+for m in "$smollm2" "$models/gemma3-270m.Q4_K.gguf" "$models/llama-3.2-1b.Q4_1.gguf" "$models/llama-3.1-8b.Q4_0.gguf"; do
   name=$(basename "$m" .gguf)
   step "tokscope bench --backend gpu: $name"
   $bin bench --model "$m" --backend gpu --tokens 128 --runs 5 --json > "$out/bench-$name.json"

@@ -11,16 +11,23 @@
 //! the real vocabulary size (the output head's rows are what a token reads).
 
 use crate::gguf::{GgufWriter, Value, ValueType};
+use crate::model::Family;
 use crate::quant::{GgmlType, quantize_row};
 use crate::synthetic::{MERGES, Rng, SPECIAL_TOKENS, vocab};
 use std::io::{self, Write};
 
-/// The shape of a llama-family decoder (what a speed measurement needs of a model).
+/// The shape of a decoder (what a speed measurement needs of a model).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShapeSpec {
     /// Command-line name: `llama-3.2-1b`.
     pub id: &'static str,
     pub name: &'static str,
+    /// The architecture written (its extra tensors and keys included).
+    pub family: Family,
+    /// The head size where it is not `d_model / heads` (Gemma 3: 256 with d = 640 and 4 heads).
+    pub head_dim: Option<usize>,
+    /// Gemma 3's sliding window (0: none).
+    pub window: usize,
     pub layers: usize,
     pub d_model: usize,
     pub heads: usize,
@@ -39,12 +46,15 @@ pub struct ShapeSpec {
 }
 
 /// Llama 3.2 1B, Llama 3.1 8B and Qwen2.5 0.5B (written as the llama architecture: Qwen's
-/// Q/K/V biases are left out, 0.05 % of its bytes), SmolLM2 135M (the default model, for GPU
-/// machines that cannot fetch it), plus a tiny shape for tests.
-pub const SHAPES: [ShapeSpec; 5] = [
+/// Q/K/V biases are left out, 0.05 % of its bytes), SmolLM2 135M and Gemma 3 270M (the served
+/// models, for GPU machines that cannot fetch them), plus a tiny shape for tests.
+pub const SHAPES: [ShapeSpec; 6] = [
     ShapeSpec {
         id: "smollm2-135m",
         name: "SmolLM2 135M",
+        family: Family::Llama,
+        head_dim: None,
+        window: 0,
         layers: 30,
         d_model: 576,
         heads: 9,
@@ -60,6 +70,9 @@ pub const SHAPES: [ShapeSpec; 5] = [
     ShapeSpec {
         id: "llama-3.2-1b",
         name: "Llama 3.2 1B",
+        family: Family::Llama,
+        head_dim: None,
+        window: 0,
         layers: 16,
         d_model: 2048,
         heads: 32,
@@ -75,6 +88,9 @@ pub const SHAPES: [ShapeSpec; 5] = [
     ShapeSpec {
         id: "llama-3.1-8b",
         name: "Llama 3.1 8B",
+        family: Family::Llama,
+        head_dim: None,
+        window: 0,
         layers: 32,
         d_model: 4096,
         heads: 32,
@@ -90,6 +106,9 @@ pub const SHAPES: [ShapeSpec; 5] = [
     ShapeSpec {
         id: "qwen2.5-0.5b",
         name: "Qwen2.5 0.5B",
+        family: Family::Llama,
+        head_dim: None,
+        window: 0,
         layers: 24,
         d_model: 896,
         heads: 14,
@@ -103,8 +122,29 @@ pub const SHAPES: [ShapeSpec; 5] = [
         source: "Qwen/Qwen2.5-0.5B config.json (Hugging Face)",
     },
     ShapeSpec {
+        id: "gemma3-270m",
+        name: "Gemma 3 270M",
+        family: Family::Gemma3,
+        head_dim: Some(256),
+        window: 512,
+        layers: 18,
+        d_model: 640,
+        heads: 4,
+        kv_heads: 1,
+        ffn: 2048,
+        vocab: 262_144,
+        context: 32_768,
+        rope_base: 1_000_000.0,
+        tied: true,
+        embd: Some(GgmlType::Q8_0),
+        source: "gemma-3-270m-q4_k_m.gguf's own keys (google/gemma-3-270m); Q4_K_M keeps the embedding at Q8_0",
+    },
+    ShapeSpec {
         id: "tiny",
         name: "tiny (tests)",
+        family: Family::Llama,
+        head_dim: None,
+        window: 0,
         layers: 2,
         d_model: 128,
         heads: 4,
@@ -131,27 +171,42 @@ impl ShapeSpec {
     }
 
     pub fn head_dim(&self) -> usize {
-        self.d_model / self.heads
+        self.head_dim.unwrap_or(self.d_model / self.heads)
     }
 
     /// Every tensor: (name, rows, cols, type). Norms are F32; every matrix is `ty`, the token
-    /// embedding and output head included unless the shape names the embedding's own type.
+    /// embedding and output head included unless the shape names the embedding's own type; a
+    /// K-quant where rows are not whole super-blocks takes llama.cpp's stand-in (Q4_K: Q5_0).
     fn tensors(&self, ty: GgmlType) -> Vec<(String, usize, usize, GgmlType)> {
-        let (d, kv, f) = (self.d_model, self.kv_heads * self.head_dim(), self.ffn);
+        let hd = self.head_dim();
+        let (d, q, kv, f) = (self.d_model, self.heads * hd, self.kv_heads * hd, self.ffn);
+        let m = |rows: usize, cols: usize| {
+            let t = crate::requant::encoding(&[cols as u64, rows as u64], ty).unwrap_or(ty);
+            (rows, cols, t)
+        };
         let mut t = vec![("token_embd.weight".to_string(), self.vocab, d, self.embd.unwrap_or(ty))];
         for i in 0..self.layers {
             let n = |p: &str| format!("blk.{i}.{p}.weight");
-            t.extend([
-                (n("attn_norm"), 1, d, GgmlType::F32),
-                (n("attn_q"), d, d, ty),
-                (n("attn_k"), kv, d, ty),
-                (n("attn_v"), kv, d, ty),
-                (n("attn_output"), d, d, ty),
-                (n("ffn_norm"), 1, d, GgmlType::F32),
-                (n("ffn_gate"), f, d, ty),
-                (n("ffn_up"), f, d, ty),
-                (n("ffn_down"), d, f, ty),
-            ]);
+            let mut layer = vec![
+                (n("attn_norm"), (1, d, GgmlType::F32)),
+                (n("attn_q"), m(q, d)),
+                (n("attn_k"), m(kv, d)),
+                (n("attn_v"), m(kv, d)),
+                (n("attn_output"), m(d, q)),
+                (n("ffn_norm"), (1, d, GgmlType::F32)),
+                (n("ffn_gate"), m(f, d)),
+                (n("ffn_up"), m(f, d)),
+                (n("ffn_down"), m(d, f)),
+            ];
+            if self.family.qk_norm() {
+                layer.push((n("attn_q_norm"), (1, hd, GgmlType::F32)));
+                layer.push((n("attn_k_norm"), (1, hd, GgmlType::F32)));
+            }
+            if self.family.post_norms() {
+                layer.push((n("post_attention_norm"), (1, d, GgmlType::F32)));
+                layer.push((n("post_ffw_norm"), (1, d, GgmlType::F32)));
+            }
+            t.extend(layer.into_iter().map(|(name, (r, c, ty))| (name, r, c, ty)));
         }
         t.push(("output_norm.weight".into(), 1, d, GgmlType::F32));
         if !self.tied {
@@ -203,20 +258,29 @@ impl ShapeSpec {
             .map(|i| Value::I32(if i < SPECIAL_TOKENS.len() { 3 } else { 1 }))
             .collect();
         let strings = |xs: Vec<String>| Value::Array(ValueType::String, xs.into_iter().map(Value::String).collect());
-        w.meta("general.architecture", s("llama"))
+        let arch = self.family.name();
+        let k = |key: &str| format!("{arch}.{key}");
+        if let Some(hd) = self.head_dim {
+            w.meta(&k("attention.key_length"), u(hd))
+                .meta(&k("attention.value_length"), u(hd));
+        }
+        if self.window > 0 {
+            w.meta(&k("attention.sliding_window"), u(self.window));
+        }
+        w.meta("general.architecture", s(arch))
             .meta(
                 "general.name",
                 s(&format!("synthetic {} {ty} (random weights: speed only)", self.name)),
             )
             .meta(SYNTHETIC_KEY, Value::Bool(true))
-            .meta("llama.block_count", u(self.layers))
-            .meta("llama.context_length", u(self.context))
-            .meta("llama.embedding_length", u(self.d_model))
-            .meta("llama.feed_forward_length", u(self.ffn))
-            .meta("llama.attention.head_count", u(self.heads))
-            .meta("llama.attention.head_count_kv", u(self.kv_heads))
-            .meta("llama.rope.freq_base", Value::F32(self.rope_base))
-            .meta("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
+            .meta(&k("block_count"), u(self.layers))
+            .meta(&k("context_length"), u(self.context))
+            .meta(&k("embedding_length"), u(self.d_model))
+            .meta(&k("feed_forward_length"), u(self.ffn))
+            .meta(&k("attention.head_count"), u(self.heads))
+            .meta(&k("attention.head_count_kv"), u(self.kv_heads))
+            .meta(&k("rope.freq_base"), Value::F32(self.rope_base))
+            .meta(&k("attention.layer_norm_rms_epsilon"), Value::F32(1e-5))
             .meta("tokenizer.ggml.model", s("gpt2"))
             .meta("tokenizer.ggml.pre", s("smollm"))
             .meta("tokenizer.ggml.tokens", strings(tokens))
@@ -370,6 +434,22 @@ mod tests {
             .map(|(_, r, c, t)| t.bytes_for((r * c) as u64).unwrap())
             .sum();
         assert_eq!(data, 96_576_768, "{data}");
+    }
+
+    /// Gemma 3 270M: the real file's 268,098,176 parameters (`tokscope inspect --json`); at
+    /// Q4_K its 640-wide rows take Q5_0 as in the real Q4_K_M file, whose 246.6 MB a token (it
+    /// has Q6_K and Q8_0 where this has Q4_K and Q5_0) this is within 2 % of.
+    #[test]
+    fn gemma3_shape_is_the_real_files() {
+        let g = ShapeSpec::by_id("gemma3-270m").unwrap();
+        let t = g.tensors(GgmlType::Q4_K);
+        assert_eq!(t.iter().map(|(_, r, c, _)| (r * c) as u64).sum::<u64>(), 268_098_176);
+        let ty = |name: &str| t.iter().find(|x| x.0 == name).unwrap().3;
+        assert_eq!(ty("blk.0.attn_q.weight"), GgmlType::Q5_0);
+        assert_eq!(ty("blk.0.ffn_down.weight"), GgmlType::Q4_K);
+        assert_eq!(ty("token_embd.weight"), GgmlType::Q8_0);
+        let bytes = g.weight_bytes(GgmlType::Q4_K).unwrap() as f64;
+        assert!((bytes / 246_588_584.0 - 1.0).abs() < 0.02, "{bytes}");
     }
 
     #[test]
