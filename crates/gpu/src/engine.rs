@@ -67,6 +67,9 @@ struct Shape {
     _pad: [u32; 3],
 }
 
+/// ops.wgsl `MAX_HD`: the widest head `qkv_post` holds in workgroup memory.
+const MAX_QKV_HEAD_DIM: usize = 256;
+
 /// ops.wgsl `qkv_post`'s flags.
 const QKV_BIAS: u32 = 1;
 const QKV_NORM: u32 = 2;
@@ -265,6 +268,12 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let family = c.family;
         let one_type = |l: &tokscope_core::model::LayerDesc| l.wq.ty == l.wk.ty && l.wk.ty == l.wv.ty;
         let fused_rope = family == Family::Llama && model.desc.layers.iter().all(one_type);
+        if !fused_rope && c.head_dim > MAX_QKV_HEAD_DIM {
+            return Err(GpuEngineError::Unsupported(format!(
+                "a head dimension of {} (the Q/K/V step holds heads of up to {MAX_QKV_HEAD_DIM})",
+                c.head_dim
+            )));
+        }
         let qkv_post = (!fused_rope).then(|| ctx.pipeline_with(&module, "qkv_post", &ops_workgroup));
         let norm_add = family
             .post_norms()
