@@ -784,12 +784,66 @@ fn matvec_q5_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     finish(lid, r0, c0, acc);
 }
 
-// Σ over 16 staged int8 values (one vec4) times the signed bytes of `q` minus 32 each.
-fn q6_half(q: vec4<u32>, x: vec4<u32>) -> i32 {
+// Σ over 16 staged int8 values (one vec4) times the bytes of `q` minus `off` each.
+fn offset_half(q: vec4<u32>, x: vec4<u32>, off: i32) -> i32 {
     let ones = 0x01010101u;
     let qx = dot4I8Packed(q.x, x.x) + dot4I8Packed(q.y, x.y) + dot4I8Packed(q.z, x.z) + dot4I8Packed(q.w, x.w);
     let sx = dot4I8Packed(ones, x.x) + dot4I8Packed(ones, x.y) + dot4I8Packed(ones, x.z) + dot4I8Packed(ones, x.w);
-    return qx - 32 * sx;
+    return qx - off * sx;
+}
+
+fn q6_half(q: vec4<u32>, x: vec4<u32>) -> i32 {
+    return offset_half(q, x, 32);
+}
+
+// Q3_K's scale j (of 16) less 32 from its 12 scale bytes in s.xyz (kquants.rs `q3_scales`).
+fn q3_scale(s: vec4<u32>, j: u32) -> i32 {
+    let low = select(byte_of(s[(j - 8u) / 4u], (j - 8u) % 4u) >> 4u, byte_of(s[j / 4u], j % 4u) & 0xFu, j < 8u);
+    let high = (byte_of(s.z, j % 4u) >> (2u * (j / 4u))) & 3u;
+    return i32(low | (high << 4u)) - 32;
+}
+
+// Q3_K (repack.rs: per unit 2 vec4 of hmask then 4 of 2-bit quants; the scale region holds
+// every unit's 12 scale bytes, 3 words each, then their d two to a word): each block of 32 is
+// two halves of 16 with their own scales, the value (2 bits) + 4·(high bit) − 4.
+@compute @workgroup_size(WG)
+fn matvec_q3_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    let nsb = p.cols / 256u;
+    var acc: array<f32, MAX_RC>;
+    for (var sb = lid % LANES; sb < nsb; sb += LANES) {
+        let t0 = tile0(r0, sb, nsb);
+        for (var r = 0u; r < R; r++) {
+            let t = t0 + r;
+            let s = vec4<u32>(w[p.scales_at + 3u * t], w[p.scales_at + 3u * t + 1u], w[p.scales_at + 3u * t + 2u], 0u);
+            // The d region follows the scales of every tile (rows padded to whole groups of R).
+            let tiles = (p.rows + R - 1u) / R * R * nsb;
+            let d = half_at(vec4<u32>(w[p.scales_at + 3u * tiles + t / 2u], 0u, 0u, 0u), t % 2u);
+            let hm0 = w4[t * 6u];
+            let hm1 = w4[t * 6u + 1u];
+            for (var k = 0u; k < 8u; k++) {
+                let n = k / 4u;
+                let j = k % 4u;
+                let shift = vec4<u32>(2u * j);
+                let hk = vec4<u32>(k);
+                let m3 = vec4<u32>(0x03030303u);
+                let one = vec4<u32>(0x01010101u);
+                let q0 = ((w4[t * 6u + 2u + 2u * n] >> shift) & m3) | (((hm0 >> hk) & one) << vec4<u32>(2u));
+                let q1 = ((w4[t * 6u + 3u + 2u * n] >> shift) & m3) | (((hm1 >> hk) & one) << vec4<u32>(2u));
+                let s0 = q3_scale(s, 2u * k);
+                let s1 = q3_scale(s, 2u * k + 1u);
+                for (var c = 0u; c < NC; c++) {
+                    let xc = staged(c, sb * 8u + k, nb);
+                    let sumi = offset_half(q0, xc.x0, 4) * s0 + offset_half(q1, xc.x1, 4) * s1;
+                    acc[r * NC + c] += d * xc.d * f32(sumi);
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
 }
 
 // Signed byte i of w.

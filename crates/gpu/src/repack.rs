@@ -163,6 +163,25 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
             words.extend(pack_halves(&place(ds, 1, units)));
             (words, at)
         }
+        GgmlType::Q3_K => {
+            // Per super-block: hmask and qs (6 vec4); then (region 2) the 12 scale bytes, 3
+            // words a unit; then every unit's d, two halves a word (matvec.wgsl finds that
+            // region from the tile count).
+            let mut qs = Vec::with_capacity(bytes.len() / 110 * 24);
+            let mut sc = Vec::with_capacity(bytes.len() / 110 * 3);
+            let mut ds = Vec::with_capacity(bytes.len() / 110);
+            for blk in bytes.chunks_exact(110) {
+                qs.extend(blk[..96].chunks_exact(4).map(word));
+                sc.extend(blk[96..108].chunks_exact(4).map(word));
+                ds.push(f16_bits(blk, 108));
+            }
+            let units = cols / 256;
+            let mut words = place(qs, 24, units);
+            let at = words.len();
+            words.extend(place(sc, 3, units));
+            words.extend(pack_halves(&place(ds, 1, units)));
+            (words, at)
+        }
         other => return Err(UnsupportedType(other, "uploaded to the GPU")),
     };
     Ok(Packed {
@@ -209,7 +228,7 @@ mod tests {
                     }
                 }
             }
-            GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
+            GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
                 // Rebuild the GGUF block from the packed words, then dequantize it.
                 let (t, j) = (tile(r, c / 256, p.cols / 256, p.group), c % 256);
                 let bytes_of = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
@@ -218,6 +237,13 @@ mod tests {
                 if p.ty == GgmlType::Q4_K {
                     blk.extend(bytes_of(&p.words[p.scales_at + 4 * t..p.scales_at + 4 * t + 4]));
                     blk.extend(bytes_of(&p.words[32 * t..32 * t + 32]));
+                } else if p.ty == GgmlType::Q3_K {
+                    let tiles = (p.words.len() - p.scales_at) * 2 / 7;
+                    let d_at = p.scales_at + 3 * tiles;
+                    blk.extend(bytes_of(&p.words[24 * t..24 * t + 24]));
+                    blk.extend(bytes_of(&p.words[p.scales_at + 3 * t..p.scales_at + 3 * t + 3]));
+                    let d = p.words[d_at + t / 2] >> (16 * (t % 2));
+                    blk.extend_from_slice(&(d as u16).to_le_bytes());
                 } else if p.ty == GgmlType::Q5_K {
                     blk.extend(bytes_of(&p.words[p.scales_at + 4 * t..p.scales_at + 4 * t + 4]));
                     blk.extend(bytes_of(&p.words[40 * t + 32..40 * t + 40]));

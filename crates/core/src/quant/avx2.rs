@@ -36,6 +36,9 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 GgmlType::Q5_K => {
                     super::dot::dot_q5_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q5_K_BYTES), a)
                 }
+                GgmlType::Q3_K => {
+                    super::dot::dot_q3_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q3_K_BYTES), a)
+                }
                 GgmlType::Q6_K => dot_q6_k(row, nb, a),
                 _ => unreachable!("checked by quant::dot_rows"),
             }

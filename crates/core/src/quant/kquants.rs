@@ -11,6 +11,9 @@
 //! - Q5_K (176 bytes): Q4_K's header and nibbles with a fifth bit per weight, `qh` (32 bytes)
 //!   before the nibbles: bit j of `qh[l]` belongs to element l of sub-block j; `x = d·sc·q −
 //!   dmin·m`, q five bits.
+//! - Q3_K (110 bytes): `hmask` (32 bytes: bit `8n/128+j`… of byte l is the third bit of element
+//!   l of 32-value group `4n + j`), 64 bytes of 2-bit pairs `qs`, 12 bytes of 6-bit scales for
+//!   sixteen sub-blocks of 16 (`q3_scales`), f16 `d`; `x = d·(sc − 32)·(q − 4·(1 − h))`.
 //! - Q6_K (210 bytes): 128 bytes of low nibbles `ql`, 64 of high bit pairs `qh`, 16 i8 scales (one
 //!   per 16 weights), f16 `d`; `x = d·sc·(q − 32)`, q six bits.
 //!
@@ -24,6 +27,7 @@ pub const QK_K: usize = 256;
 pub const Q4_K_BYTES: usize = 144;
 pub const Q5_K_BYTES: usize = 176;
 pub const Q6_K_BYTES: usize = 210;
+pub const Q3_K_BYTES: usize = 110;
 /// ggml's `GROUP_MAX_EPS`: a group whose largest magnitude is below it quantizes to zeros.
 const GROUP_MAX_EPS: f32 = 1e-15;
 
@@ -101,6 +105,143 @@ pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
                 }
             }
         }
+    }
+}
+
+/// Q3_K's sixteen 6-bit scales less 32 (low nibbles in bytes 0–7, high two bits in 8–11).
+pub fn q3_scales(sc: &[u8]) -> [i32; 16] {
+    std::array::from_fn(|j| {
+        let low = if j < 8 { sc[j] & 0xF } else { sc[j - 8] >> 4 };
+        let high = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+        (low | (high << 4)) as i32 - 32
+    })
+}
+
+/// Element `e` (0..256) of a Q3_K block as a signed 3-bit value (−4..3).
+fn q3_value(blk: &[u8], e: usize) -> i32 {
+    let (n, r) = (e / 128, e % 128);
+    let (j, l) = (r / 32, r % 32);
+    let q = ((blk[32 + 32 * n + l] >> (2 * j)) & 3) as i32;
+    let h = (blk[l] >> (4 * n + j)) & 1;
+    q - if h == 1 { 0 } else { 4 }
+}
+
+pub fn dequantize_q3_k(src: &[u8], dst: &mut [f32]) {
+    for (out, blk) in dst.chunks_exact_mut(QK_K).zip(src.chunks_exact(Q3_K_BYTES)) {
+        let d = read_f16(blk, 108);
+        let scales = q3_scales(&blk[96..108]);
+        for (e, y) in out.iter_mut().enumerate() {
+            let dl = d * scales[e / 16] as f32;
+            *y = dl * q3_value(blk, e) as f32;
+        }
+    }
+}
+
+/// ggml's `make_q3_quants` with `do_rmse`: a symmetric `nmax`-level quantization of `x` (into
+/// `l` as 0..2·nmax) refined by a few passes of weighted least squares; returns the scale.
+fn make_q3_quants(x: &[f32], nmax: i32, l: &mut [i8]) -> f32 {
+    let (mut max, mut amax) = (0f32, 0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    if amax < GROUP_MAX_EPS {
+        l.iter_mut().for_each(|q| *q = 0);
+        return 0.0;
+    }
+    let iscale = -(nmax as f32) / max;
+    let (mut sumlx, mut suml2) = (0f32, 0f32);
+    for (q, &v) in l.iter_mut().zip(x) {
+        let li = nearest_int(iscale * v).clamp(-nmax, nmax - 1);
+        *q = li as i8;
+        let w = v * v;
+        sumlx += w * v * li as f32;
+        suml2 += w * li as f32 * li as f32;
+    }
+    for _ in 0..5 {
+        let mut changed = 0;
+        for (q, &v) in l.iter_mut().zip(x) {
+            let w = v * v;
+            let mut slx = sumlx - w * v * *q as f32;
+            if slx > 0.0 {
+                let mut sl2 = suml2 - w * *q as f32 * *q as f32;
+                let new_l = nearest_int(v * sl2 / slx).clamp(-nmax, nmax - 1);
+                if new_l != *q as i32 {
+                    slx += w * v * new_l as f32;
+                    sl2 += w * new_l as f32 * new_l as f32;
+                    if sl2 > 0.0 && slx * slx * suml2 > sumlx * sumlx * sl2 {
+                        *q = new_l as i8;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed += 1;
+                    }
+                }
+            }
+        }
+        if changed == 0 {
+            break;
+        }
+    }
+    l.iter_mut().for_each(|q| *q += nmax as i8);
+    if suml2 > 0.0 { sumlx / suml2 } else { 0.0 }
+}
+
+/// ggml's `quantize_row_q3_K_ref`.
+pub fn quantize_q3_k(src: &[f32], out: &mut Vec<u8>) {
+    for x in src.chunks_exact(QK_K) {
+        let mut l = [0i8; QK_K];
+        let mut scales = [0f32; 16];
+        let (mut max_scale, mut amax) = (0f32, 0f32);
+        for j in 0..16 {
+            scales[j] = make_q3_quants(&x[16 * j..16 * j + 16], 4, &mut l[16 * j..16 * j + 16]);
+            if scales[j].abs() > amax {
+                amax = scales[j].abs();
+                max_scale = scales[j];
+            }
+        }
+        let mut sc = [0u8; 12];
+        let d = if max_scale != 0.0 {
+            let iscale = -32.0 / max_scale;
+            for (j, &s) in scales.iter().enumerate() {
+                let q = (nearest_int(iscale * s).clamp(-32, 31) + 32) as u8;
+                if j < 8 {
+                    sc[j] = q & 0xF;
+                } else {
+                    sc[j - 8] |= (q & 0xF) << 4;
+                }
+                sc[j % 4 + 8] |= (q >> 4) << (2 * (j / 4));
+            }
+            f16_bytes(1.0 / iscale)
+        } else {
+            f16_bytes(0.0)
+        };
+        let df = read_f16(&d, 0);
+        for (j, s) in q3_scales(&sc).into_iter().enumerate() {
+            let dj = df * s as f32;
+            if dj == 0.0 {
+                continue;
+            }
+            for i in 0..16 {
+                l[16 * j + i] = (nearest_int(x[16 * j + i] / dj).clamp(-4, 3) + 4) as i8;
+            }
+        }
+        let mut hmask = [0u8; 32];
+        for (j, q) in l.iter_mut().enumerate() {
+            if *q > 3 {
+                hmask[j % 32] |= 1 << (j / 32);
+                *q -= 4;
+            }
+        }
+        out.extend_from_slice(&hmask);
+        for j in (0..QK_K).step_by(128) {
+            out.extend(
+                (0..32).map(|i| (l[j + i] | (l[j + i + 32] << 2) | (l[j + i + 64] << 4) | (l[j + i + 96] << 6)) as u8),
+            );
+        }
+        out.extend_from_slice(&sc);
+        out.extend_from_slice(&d);
     }
 }
 
@@ -453,27 +594,40 @@ mod tests {
         }
     }
 
-    /// `quantize_row_q5_K_ref` and `dequantize_row_q5_K` (ggml-org/ggml d99724f2, gcc -O2) on
-    /// quants.bin's 1,024 values: `tests/fixtures/ggml/q5_k.bin` holds the 4 blocks, then the
-    /// 1,024 floats back.
+    /// `quantize_row_q{5,3}_K_ref` and `dequantize_row_q{5,3}_K` (ggml-org/ggml d99724f2, gcc
+    /// -O2) on quants.bin's 1,024 values: `tests/fixtures/ggml/q5_k.bin` and `q3_k.bin` hold the
+    /// 4 blocks, then the 1,024 floats back.
     #[test]
-    fn q5_k_bit_for_bit_with_ggml() {
+    fn q5_k_and_q3_k_bit_for_bit_with_ggml() {
         use crate::quant::{GgmlType, dequantize_row, quantize_row};
         let values: &[u8] = include_bytes!("../../tests/fixtures/ggml/quants.bin");
-        let bin: &[u8] = include_bytes!("../../tests/fixtures/ggml/q5_k.bin");
         let floats = |b: &[u8]| -> Vec<f32> {
             b.chunks_exact(4)
                 .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
                 .collect()
         };
         let x = floats(&values[..4096]);
-        let (want, back) = bin.split_at(4 * Q5_K_BYTES);
-        let got = quantize_row(GgmlType::Q5_K, &x).unwrap();
-        let first = got.iter().zip(want).position(|(a, b)| a != b);
-        assert_eq!(first, None, "first differing byte");
-        let mut deq = vec![0f32; 1024];
-        dequantize_row(GgmlType::Q5_K, want, &mut deq).unwrap();
-        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&deq), bits(&floats(back)));
+        let cases: [(GgmlType, &[u8], usize); 2] = [
+            (
+                GgmlType::Q5_K,
+                include_bytes!("../../tests/fixtures/ggml/q5_k.bin"),
+                Q5_K_BYTES,
+            ),
+            (
+                GgmlType::Q3_K,
+                include_bytes!("../../tests/fixtures/ggml/q3_k.bin"),
+                Q3_K_BYTES,
+            ),
+        ];
+        for (ty, bin, block) in cases {
+            let (want, back) = bin.split_at(4 * block);
+            let got = quantize_row(ty, &x).unwrap();
+            let first = got.iter().zip(want).position(|(a, b)| a != b);
+            assert_eq!(first, None, "{ty}: first differing byte");
+            let mut deq = vec![0f32; 1024];
+            dequantize_row(ty, want, &mut deq).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&deq), bits(&floats(back)), "{ty}");
+        }
     }
 }
