@@ -193,6 +193,7 @@ fn engine_matches_naive_forward_for_every_weight_type() {
         (GgmlType::Q4_K, 0.03),
         (GgmlType::Q5_K, 0.03),
         (GgmlType::Q3_K, 0.06),
+        (GgmlType::Q2_K, 0.12),
     ] {
         // K-quants hold 256 values a block: rows that wide.
         let (d_model, ffn_dim) = if ty.block_size() == 256 { (256, 512) } else { (64, 96) };

@@ -91,6 +91,7 @@ pub fn entry_point(ty: GgmlType) -> Option<&'static str> {
         GgmlType::Q4_K => "matvec_q4_k",
         GgmlType::Q5_K => "matvec_q5_k",
         GgmlType::Q3_K => "matvec_q3_k",
+        GgmlType::Q2_K => "matvec_q2_k",
         GgmlType::Q6_K => "matvec_q6_k",
         _ => return None,
     })

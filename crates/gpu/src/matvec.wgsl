@@ -796,6 +796,45 @@ fn q6_half(q: vec4<u32>, x: vec4<u32>) -> i32 {
     return offset_half(q, x, 32);
 }
 
+// Q2_K (repack.rs: per unit 4 vec4 of 2-bit quants, then 1 of the 16 scale|min bytes; the scale
+// region holds d|dmin): each block of 32 is two halves of 16 with a 4-bit scale and min each.
+@compute @workgroup_size(WG)
+fn matvec_q2_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let c0 = wid.z * NC;
+    stage(lid, c0);
+    let r0 = first_row(wid, nwg, lid);
+    let nb = p.cols / 32u;
+    let nsb = p.cols / 256u;
+    let ones = 0x01010101u;
+    var acc: array<f32, MAX_RC>;
+    for (var sb = lid % LANES; sb < nsb; sb += LANES) {
+        let t0 = tile0(r0, sb, nsb);
+        for (var r = 0u; r < R; r++) {
+            let t = t0 + r;
+            let dm = unpack2x16float(w[p.scales_at + t]);
+            let sc = w4[t * 5u + 4u];
+            for (var k = 0u; k < 8u; k++) {
+                let n = k / 4u;
+                let shift = vec4<u32>(2u * (k % 4u));
+                let m3 = vec4<u32>(0x03030303u);
+                let q0 = (w4[t * 5u + 2u * n] >> shift) & m3;
+                let q1 = (w4[t * 5u + 2u * n + 1u] >> shift) & m3;
+                let sc0 = byte_of(sc[(2u * k) / 4u], (2u * k) % 4u);
+                let sc1 = byte_of(sc[(2u * k + 1u) / 4u], (2u * k + 1u) % 4u);
+                for (var c = 0u; c < NC; c++) {
+                    let xc = staged(c, sb * 8u + k, nb);
+                    let qy = i32(sc0 & 0xFu) * offset_half(q0, xc.x0, 0) + i32(sc1 & 0xFu) * offset_half(q1, xc.x1, 0);
+                    let sy0 = dot4I8Packed(ones, xc.x0.x) + dot4I8Packed(ones, xc.x0.y) + dot4I8Packed(ones, xc.x0.z) + dot4I8Packed(ones, xc.x0.w);
+                    let sy1 = dot4I8Packed(ones, xc.x1.x) + dot4I8Packed(ones, xc.x1.y) + dot4I8Packed(ones, xc.x1.z) + dot4I8Packed(ones, xc.x1.w);
+                    let my = i32(sc0 >> 4u) * sy0 + i32(sc1 >> 4u) * sy1;
+                    acc[r * NC + c] += dm.x * xc.d * f32(qy) - dm.y * xc.d * f32(my);
+                }
+            }
+        }
+    }
+    finish(lid, r0, c0, acc);
+}
+
 // Q3_K's scale j (of 16) less 32 from its 12 scale bytes in s.xyz (kquants.rs `q3_scales`).
 fn q3_scale(s: vec4<u32>, j: u32) -> i32 {
     let low = select(byte_of(s[(j - 8u) / 4u], (j - 8u) % 4u) >> 4u, byte_of(s[j / 4u], j % 4u) & 0xFu, j < 8u);

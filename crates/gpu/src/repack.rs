@@ -163,6 +163,22 @@ pub fn repack(ty: GgmlType, rows: usize, cols: usize, bytes: &[u8], group: usize
             words.extend(pack_halves(&place(ds, 1, units)));
             (words, at)
         }
+        GgmlType::Q2_K => {
+            // Per super-block: the 2-bit quants and the 16 scale|min bytes (5 vec4), then
+            // (region 2) d|dmin, one word a unit.
+            let mut qs = Vec::with_capacity(bytes.len() / 84 * 20);
+            let mut dm = Vec::with_capacity(bytes.len() / 84);
+            for blk in bytes.chunks_exact(84) {
+                qs.extend(blk[16..80].chunks_exact(4).map(word));
+                qs.extend(blk[..16].chunks_exact(4).map(word));
+                dm.push(f16_bits(blk, 80) | (f16_bits(blk, 82) << 16));
+            }
+            let units = cols / 256;
+            let mut words = place(qs, 20, units);
+            let at = words.len();
+            words.extend(place(dm, 1, units));
+            (words, at)
+        }
         GgmlType::Q3_K => {
             // Per super-block: hmask and qs (6 vec4); then (region 2) the 12 scale bytes, 3
             // words a unit; then every unit's d, two halves a word (matvec.wgsl finds that
@@ -228,7 +244,7 @@ mod tests {
                     }
                 }
             }
-            GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
+            GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
                 // Rebuild the GGUF block from the packed words, then dequantize it.
                 let (t, j) = (tile(r, c / 256, p.cols / 256, p.group), c % 256);
                 let bytes_of = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
@@ -237,6 +253,10 @@ mod tests {
                 if p.ty == GgmlType::Q4_K {
                     blk.extend(bytes_of(&p.words[p.scales_at + 4 * t..p.scales_at + 4 * t + 4]));
                     blk.extend(bytes_of(&p.words[32 * t..32 * t + 32]));
+                } else if p.ty == GgmlType::Q2_K {
+                    blk.extend(bytes_of(&p.words[20 * t + 16..20 * t + 20]));
+                    blk.extend(bytes_of(&p.words[20 * t..20 * t + 16]));
+                    blk.extend(bytes_of(&p.words[p.scales_at + t..p.scales_at + t + 1]));
                 } else if p.ty == GgmlType::Q3_K {
                     let tiles = (p.words.len() - p.scales_at) * 2 / 7;
                     let d_at = p.scales_at + 3 * tiles;

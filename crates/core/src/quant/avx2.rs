@@ -39,6 +39,9 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 GgmlType::Q3_K => {
                     super::dot::dot_q3_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q3_K_BYTES), a)
                 }
+                GgmlType::Q2_K => {
+                    super::dot::dot_q2_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q2_K_BYTES), a)
+                }
                 GgmlType::Q6_K => dot_q6_k(row, nb, a),
                 _ => unreachable!("checked by quant::dot_rows"),
             }

@@ -19,7 +19,7 @@ pub const QK: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
-    "tensor type {0} cannot be {1} by tokscope (supported: F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q5_1, Q5_K, Q4_K, Q4_0, Q4_1, Q3_K)"
+    "tensor type {0} cannot be {1} by tokscope (supported: F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q5_1, Q5_K, Q4_K, Q4_0, Q4_1, Q3_K, Q2_K)"
 )]
 pub struct UnsupportedType(pub GgmlType, pub &'static str);
 
@@ -90,6 +90,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), U
         GgmlType::Q4_K => super::kquants::dequantize_q4_k(src, dst),
         GgmlType::Q5_K => super::kquants::dequantize_q5_k(src, dst),
         GgmlType::Q3_K => super::kquants::dequantize_q3_k(src, dst),
+        GgmlType::Q2_K => super::kquants::dequantize_q2_k(src, dst),
         GgmlType::Q6_K => super::kquants::dequantize_q6_k(src, dst),
         other => return Err(UnsupportedType(other, "dequantized")),
     }
@@ -200,6 +201,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32]) -> Result<Vec<u8>, UnsupportedTyp
         GgmlType::Q4_K => super::kquants::quantize_q4_k(src, &mut out),
         GgmlType::Q5_K => super::kquants::quantize_q5_k(src, &mut out),
         GgmlType::Q3_K => super::kquants::quantize_q3_k(src, &mut out),
+        GgmlType::Q2_K => super::kquants::quantize_q2_k(src, &mut out),
         GgmlType::Q6_K => super::kquants::quantize_q6_k(src, &mut out),
         other => return Err(UnsupportedType(other, "quantized")),
     }
@@ -344,6 +346,7 @@ mod tests {
             GgmlType::Q5_K,
             GgmlType::Q6_K,
             GgmlType::Q3_K,
+            GgmlType::Q2_K,
             GgmlType::Q8_0,
             GgmlType::F16,
             GgmlType::BF16,
@@ -354,8 +357,13 @@ mod tests {
             dequantize_row(ty, &q, &mut y).unwrap();
             let sq: f64 = x.iter().zip(&y).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
             let total_error = sq.sqrt() / n as f64;
-            // ggml's tests/test-quantize-fns.cpp: 0.002, and 0.004 for its 3-bit types.
-            let limit = if ty == GgmlType::Q3_K { 0.004 } else { 0.002 };
+            // ggml's tests/test-quantize-fns.cpp: 0.002, 0.004 for its 3-bit and 0.0075 for its
+            // 2-bit types.
+            let limit = match ty {
+                GgmlType::Q3_K => 0.004,
+                GgmlType::Q2_K => 0.0075,
+                _ => 0.002,
+            };
             assert!(total_error < limit, "{ty}: total error {total_error}");
         }
     }

@@ -46,6 +46,7 @@ pub(crate) fn dot_rows_portable(ty: GgmlType, w: &[u8], row_bytes: usize, a: Act
             GgmlType::Q4_K => dot_q4_k(row, a),
             GgmlType::Q5_K => dot_q5_k(row, a),
             GgmlType::Q3_K => dot_q3_k(row, a),
+            GgmlType::Q2_K => dot_q2_k(row, a),
             GgmlType::Q6_K => dot_q6_k(row, a),
             _ => unreachable!("checked by dot_rows"),
         };
@@ -282,6 +283,36 @@ pub(crate) fn dot_q3_k(row: &[u8], a: ActRow) -> f32 {
     sum
 }
 
+/// Q2_K against 8-bit activation blocks of 32: two 16-value halves per block, each with a 4-bit
+/// scale and min, so `Σ x·y = d·d_y·Σ sc·Σ q·y − dmin·d_y·Σ m·Σ y`, both sums exact in integers.
+pub(crate) fn dot_q2_k(row: &[u8], a: ActRow) -> f32 {
+    use super::kquants::Q2_K_BYTES;
+    let mut sum = 0f32;
+    for (sb, blk) in row.chunks_exact(Q2_K_BYTES).enumerate() {
+        let (d, dmin) = (read_f16(blk, 80), read_f16(blk, 82));
+        for k in 0..8 {
+            let b = sb * 8 + k;
+            let y = &a.qs[b * QK..(b + 1) * QK];
+            let (n, j) = (k / 4, k % 4);
+            let (mut sumi, mut summ) = (0i32, 0i32);
+            for (h, ys) in y.chunks_exact(16).enumerate() {
+                let sc = blk[2 * k + h];
+                let q = &blk[16 + 32 * n + 16 * h..16 + 32 * n + 16 * h + 16];
+                let qy: i32 = q
+                    .iter()
+                    .zip(ys)
+                    .map(|(&q, &v)| ((q >> (2 * j)) & 3) as i32 * v as i32)
+                    .sum();
+                let sy: i32 = ys.iter().map(|&v| v as i32).sum();
+                sumi += (sc & 0xF) as i32 * qy;
+                summ += (sc >> 4) as i32 * sy;
+            }
+            sum += d * a.d[b] * sumi as f32 - dmin * a.d[b] * summ as f32;
+        }
+    }
+    sum
+}
+
 /// Q6_K against 8-bit activation blocks of 32: each block's two 16-value halves have their own
 /// i8 scale, so `Σ x·y = d·d_y·(sc₀·Σ₀(q − 32)y + sc₁·Σ₁(q − 32)y)`, exact in integers before the
 /// float part (avx2.rs keeps this order).
@@ -338,7 +369,7 @@ mod tests {
     }
 
     /// ggml's test-quantize-fns dot-product check: |quantized dot − f32 dot| / n < 0.02 (0.04
-    /// for its low-bit types, Q3_K here).
+    /// for its low-bit types, Q3_K and Q2_K here).
     #[test]
     fn quantized_dots_match_float_dot_within_ggml_threshold() {
         let n = 32 * 128;
@@ -352,7 +383,11 @@ mod tests {
             let q = quantize_row(ty, &w).unwrap();
             let mut out = [0f32];
             dot_rows(ty, &q, q.len(), acts.row_for(ty, 0), &mut out).unwrap();
-            let limit = if ty == GgmlType::Q3_K { 0.04 } else { 0.02 };
+            let limit = if matches!(ty, GgmlType::Q3_K | GgmlType::Q2_K) {
+                0.04
+            } else {
+                0.02
+            };
             assert!(
                 (out[0] - exact).abs() / (n as f32) < limit,
                 "{ty}: {} vs {exact}",

@@ -1,7 +1,7 @@
-//! ggml's K-quants Q4_K, Q5_K and Q6_K (super-blocks of 256): layouts, dequantization and the
-//! reference quantizers, bit for bit. Sources: ggml/src/ggml-common.h (`block_q4_K`,
-//! `block_q5_K`, `block_q6_K`) and ggml/src/ggml-quants.c (`quantize_row_q{4,5,6}_K_ref`,
-//! `make_qkx2_quants`, `make_qx_quants`, `dequantize_row_q{4,5,6}_K`); every float operation here
+//! ggml's K-quants Q2_K … Q6_K (super-blocks of 256): layouts, dequantization and the reference
+//! quantizers, bit for bit. Sources: ggml/src/ggml-common.h (`block_q{2,3,4,5,6}_K`) and
+//! ggml/src/ggml-quants.c (`quantize_row_q{2,3,4,5,6}_K_ref`, `make_qkx2_quants`,
+//! `make_q3_quants`, `make_qx_quants`, `dequantize_row_q{2,3,4,5,6}_K`); every float operation here
 //! is the C code's, in its order, so the bytes match (tests/fixtures/ggml/, made by ggml's own
 //! functions).
 //!
@@ -11,14 +11,17 @@
 //! - Q5_K (176 bytes): Q4_K's header and nibbles with a fifth bit per weight, `qh` (32 bytes)
 //!   before the nibbles: bit j of `qh[l]` belongs to element l of sub-block j; `x = d·sc·q −
 //!   dmin·m`, q five bits.
-//! - Q3_K (110 bytes): `hmask` (32 bytes: bit `8n/128+j`… of byte l is the third bit of element
-//!   l of 32-value group `4n + j`), 64 bytes of 2-bit pairs `qs`, 12 bytes of 6-bit scales for
+//! - Q2_K (84 bytes): 16 bytes of 4-bit scale | 4-bit min per sub-block of 16, 64 bytes of 2-bit
+//!   quants (as Q3_K's `qs`), f16 `d`, f16 `dmin`; `x = d·sc·q − dmin·m`.
+//! - Q3_K (110 bytes): `hmask` (32 bytes: bit g of byte l is the third bit of element l of
+//!   32-value group g), 64 bytes of 2-bit pairs `qs`, 12 bytes of 6-bit scales for
 //!   sixteen sub-blocks of 16 (`q3_scales`), f16 `d`; `x = d·(sc − 32)·(q − 4·(1 − h))`.
 //! - Q6_K (210 bytes): 128 bytes of low nibbles `ql`, 64 of high bit pairs `qh`, 16 i8 scales (one
 //!   per 16 weights), f16 `d`; `x = d·sc·(q − 32)`, q six bits.
 //!
-//! Their dot products are in quant/dot.rs (portable), quant/avx2.rs, quant/simd128.rs and the
-//! GPU's matvec.wgsl.
+//! Their dot products are in quant/dot.rs (portable; Q2_K, Q3_K and Q5_K also run it under
+//! AVX2's target features), quant/avx2.rs, quant/simd128.rs (Q4_K, Q5_K, Q6_K four rows at a
+//! time) and the GPU's matvec.wgsl.
 
 use super::blocks::read_f16;
 use half::f16;
@@ -28,6 +31,7 @@ pub const Q4_K_BYTES: usize = 144;
 pub const Q5_K_BYTES: usize = 176;
 pub const Q6_K_BYTES: usize = 210;
 pub const Q3_K_BYTES: usize = 110;
+pub const Q2_K_BYTES: usize = 84;
 /// ggml's `GROUP_MAX_EPS`: a group whose largest magnitude is below it quantizes to zeros.
 const GROUP_MAX_EPS: f32 = 1e-15;
 
@@ -119,10 +123,8 @@ pub fn q3_scales(sc: &[u8]) -> [i32; 16] {
 
 /// Element `e` (0..256) of a Q3_K block as a signed 3-bit value (−4..3).
 fn q3_value(blk: &[u8], e: usize) -> i32 {
-    let (n, r) = (e / 128, e % 128);
-    let (j, l) = (r / 32, r % 32);
-    let q = ((blk[32 + 32 * n + l] >> (2 * j)) & 3) as i32;
-    let h = (blk[l] >> (4 * n + j)) & 1;
+    let q = two_bits(&blk[32..96], e) as i32;
+    let h = (blk[e % 32] >> (e / 32)) & 1;
     q - if h == 1 { 0 } else { 4 }
 }
 
@@ -245,6 +247,81 @@ pub fn quantize_q3_k(src: &[f32], out: &mut Vec<u8>) {
     }
 }
 
+/// Element `e` (0..256) of a 2-bit `qs` array laid out as Q2_K's and Q3_K's: 128-value halves,
+/// each 32 bytes holding four 32-value groups at shifts 0, 2, 4, 6.
+fn two_bits(qs: &[u8], e: usize) -> u8 {
+    let (n, r) = (e / 128, e % 128);
+    (qs[32 * n + r % 32] >> (2 * (r / 32))) & 3
+}
+
+pub fn dequantize_q2_k(src: &[u8], dst: &mut [f32]) {
+    for (out, blk) in dst.chunks_exact_mut(QK_K).zip(src.chunks_exact(Q2_K_BYTES)) {
+        let (d, min) = (read_f16(blk, 80), read_f16(blk, 82));
+        for (e, y) in out.iter_mut().enumerate() {
+            let sc = blk[e / 16];
+            let (dl, ml) = (d * (sc & 0xF) as f32, min * (sc >> 4) as f32);
+            *y = dl * two_bits(&blk[16..80], e) as f32 - ml;
+        }
+    }
+}
+
+/// ggml's `quantize_row_q2_K_ref`.
+pub fn quantize_q2_k(src: &[f32], out: &mut Vec<u8>) {
+    const Q4SCALE: f32 = 15.0;
+    for x in src.chunks_exact(QK_K) {
+        let mut l = [0u8; QK_K];
+        let (mut scales, mut mins) = ([0f32; 16], [0f32; 16]);
+        let (mut max_scale, mut max_min) = (0f32, 0f32);
+        for j in 0..16 {
+            let xs = &x[16 * j..16 * j + 16];
+            let weights: [f32; 16] = std::array::from_fn(|i| xs[i].abs());
+            (scales[j], mins[j]) = make_qkx2_quants(xs, &weights, 3, &mut l[16 * j..16 * j + 16], -0.5, 0.1, 15, true);
+            if scales[j] > max_scale {
+                max_scale = scales[j];
+            }
+            if mins[j] > max_min {
+                max_min = mins[j];
+            }
+        }
+        let mut sc = [0u8; 16];
+        let d = if max_scale > 0.0 {
+            let iscale = Q4SCALE / max_scale;
+            for (q, &s) in sc.iter_mut().zip(&scales) {
+                *q = nearest_int(iscale * s) as u8;
+            }
+            f16_bytes(max_scale / Q4SCALE)
+        } else {
+            f16_bytes(0.0)
+        };
+        let dmin = if max_min > 0.0 {
+            let iscale = Q4SCALE / max_min;
+            for (q, &m) in sc.iter_mut().zip(&mins) {
+                *q |= (nearest_int(iscale * m) << 4) as u8;
+            }
+            f16_bytes(max_min / Q4SCALE)
+        } else {
+            f16_bytes(0.0)
+        };
+        let (df, dminf) = (read_f16(&d, 0), read_f16(&dmin, 0));
+        for j in 0..16 {
+            let dj = df * (sc[j] & 0xF) as f32;
+            if dj == 0.0 {
+                continue;
+            }
+            let dm = dminf * (sc[j] >> 4) as f32;
+            for i in 0..16 {
+                l[16 * j + i] = nearest_int((x[16 * j + i] + dm) / dj).clamp(0, 3) as u8;
+            }
+        }
+        out.extend_from_slice(&sc);
+        for j in (0..QK_K).step_by(128) {
+            out.extend((0..32).map(|i| l[j + i] | (l[j + i + 32] << 2) | (l[j + i + 64] << 4) | (l[j + i + 96] << 6)));
+        }
+        out.extend_from_slice(&d);
+        out.extend_from_slice(&dmin);
+    }
+}
+
 /// ggml's `make_qkx2_quants`: the scale and (negated) min of an asymmetric `nmax`-level
 /// quantization of `x` minimising the weighted squared error over a small search; fills `l`.
 #[allow(clippy::too_many_arguments)]
@@ -256,6 +333,7 @@ fn make_qkx2_quants(
     rmin: f32,
     rdelta: f32,
     nstep: i32,
+    use_mad: bool,
 ) -> (f32, f32) {
     let n = x.len();
     let (mut min, mut max) = (x[0], x[0]);
@@ -285,7 +363,7 @@ fn make_qkx2_quants(
     for i in 0..n {
         l[i] = nearest_int(iscale * (x[i] - min)).clamp(0, nmax) as u8;
         let diff = scale * l[i] as f32 + min - x[i];
-        best_error += weights[i] * (diff * diff);
+        best_error += weights[i] * if use_mad { diff.abs() } else { diff * diff };
     }
     let mut laux = [0u8; 32];
     for is in 0..=nstep {
@@ -310,7 +388,7 @@ fn make_qkx2_quants(
             let mut cur_error = 0f32;
             for i in 0..n {
                 let diff = this_scale * laux[i] as f32 + this_min - x[i];
-                cur_error += weights[i] * (diff * diff);
+                cur_error += weights[i] * if use_mad { diff.abs() } else { diff * diff };
             }
             if cur_error < best_error {
                 l[..n].copy_from_slice(&laux[..n]);
@@ -401,7 +479,8 @@ fn quantize_k4<const FIVE: bool>(src: &[f32], out: &mut Vec<u8>) {
             }
             let av_x = (sum_x2 / 32.0).sqrt();
             let weights: [f32; 32] = std::array::from_fn(|i| av_x + xs[i].abs());
-            (scales[j], mins[j]) = make_qkx2_quants(xs, &weights, nmax, &mut l[32 * j..32 * j + 32], rmin, 0.1, nstep);
+            (scales[j], mins[j]) =
+                make_qkx2_quants(xs, &weights, nmax, &mut l[32 * j..32 * j + 32], rmin, 0.1, nstep, false);
             if scales[j] > max_scale {
                 max_scale = scales[j];
             }
@@ -594,11 +673,11 @@ mod tests {
         }
     }
 
-    /// `quantize_row_q{5,3}_K_ref` and `dequantize_row_q{5,3}_K` (ggml-org/ggml d99724f2, gcc
-    /// -O2) on quants.bin's 1,024 values: `tests/fixtures/ggml/q5_k.bin` and `q3_k.bin` hold the
-    /// 4 blocks, then the 1,024 floats back.
+    /// `quantize_row_q{5,3,2}_K_ref` and `dequantize_row_q{5,3,2}_K` (ggml-org/ggml d99724f2,
+    /// gcc -O2) on quants.bin's 1,024 values: `tests/fixtures/ggml/q5_k.bin`, `q3_k.bin` and
+    /// `q2_k.bin` hold the 4 blocks, then the 1,024 floats back.
     #[test]
-    fn q5_k_and_q3_k_bit_for_bit_with_ggml() {
+    fn q5_k_q3_k_and_q2_k_bit_for_bit_with_ggml() {
         use crate::quant::{GgmlType, dequantize_row, quantize_row};
         let values: &[u8] = include_bytes!("../../tests/fixtures/ggml/quants.bin");
         let floats = |b: &[u8]| -> Vec<f32> {

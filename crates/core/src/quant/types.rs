@@ -163,7 +163,7 @@ impl GgmlType {
 
     /// Types that tokscope's engines can execute (dequantize and dot).
     /// (The GPU engine runs a subset: `tokscope_gpu::matvec::entry_point` says which.)
-    pub const SUPPORTED: [GgmlType; 12] = [
+    pub const SUPPORTED: [GgmlType; 13] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::BF16,
@@ -176,6 +176,7 @@ impl GgmlType {
         GgmlType::Q4_0,
         GgmlType::Q4_1,
         GgmlType::Q3_K,
+        GgmlType::Q2_K,
     ];
 
     /// Block-quantized (values share per-block scales), as opposed to plain numbers.
