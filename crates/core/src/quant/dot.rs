@@ -131,12 +131,16 @@ use super::simd128::{q4_block_sum, q8_block_sum};
 /// many leading rows of `out` it filled.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut [f32]) -> usize {
-    use super::simd128::{Quad, dot_rows4, dot_rows4_q4_k, dot_rows4_q5_k, dot_rows4_q6_k};
+    use super::simd128::{
+        Quad, dot_rows4, dot_rows4_q2_k, dot_rows4_q3_k, dot_rows4_q4_k, dot_rows4_q5_k, dot_rows4_q6_k,
+    };
     let fours = out.len() / 4 * 4;
     let row = |g: usize, k: usize| &w[(4 * g + k) * row_bytes..(4 * g + k + 1) * row_bytes];
     let k_quant = match ty {
         GgmlType::Q4_K => Some(dot_rows4_q4_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
         GgmlType::Q5_K => Some(dot_rows4_q5_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
+        GgmlType::Q3_K => Some(dot_rows4_q3_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
+        GgmlType::Q2_K => Some(dot_rows4_q2_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
         GgmlType::Q6_K => Some(dot_rows4_q6_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
         _ => None,
     };

@@ -20,8 +20,8 @@
 //!   per 16 weights), f16 `d`; `x = d·sc·(q − 32)`, q six bits.
 //!
 //! Their dot products are in quant/dot.rs (portable; Q2_K, Q3_K and Q5_K also run it under
-//! AVX2's target features), quant/avx2.rs, quant/simd128.rs (Q4_K, Q5_K, Q6_K four rows at a
-//! time) and the GPU's matvec.wgsl.
+//! AVX2's target features), quant/avx2.rs, quant/simd128.rs (four rows at a time) and the GPU's
+//! matvec.wgsl.
 
 use super::blocks::read_f16;
 use half::f16;

@@ -294,6 +294,80 @@ fn dot_rows4_k4<const FIVE: bool>(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 
     lanes(acc)
 }
 
+/// Σ over 16 signed bytes `w` times the widened activations `lo`, `hi` (one 16-value half).
+#[inline]
+fn half16(w: v128, lo: v128, hi: v128) -> i32 {
+    hsum(i32x4_add(
+        i32x4_dot_i16x8(i16x8_extend_low_i8x16(w), lo),
+        i32x4_dot_i16x8(i16x8_extend_high_i8x16(w), hi),
+    ))
+}
+
+/// Four Q3_K rows against Q8_K-rounded activations, in `dot::dot_q3_k`'s order: the 3-bit
+/// values less 4 as signed bytes, each half's integer sum times its scale, `sum += d·d_y·Σ`.
+pub(crate) fn dot_rows4_q3_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
+    use super::kquants::{Q3_K_BYTES, q3_scales};
+    let mut acc = f32x4_splat(0.0);
+    for sb in 0..a.d.len() / 8 {
+        let at = sb * Q3_K_BYTES;
+        let d = f16x4_to_f32(u16x4(&rows, at + 108));
+        let scales = rows.map(|r| q3_scales(&r[at + 96..at + 108]));
+        for k in 0..8 {
+            let b = sb * 8 + k;
+            let ys = acts32(a, b);
+            let (n, j) = (k / 4, k as u32 % 4);
+            let sumi = core::array::from_fn::<i32, 4, _>(|r| {
+                let row = rows[r];
+                let three = |l: usize| {
+                    let q = v128_and(u8x16_shr(load16(row, at + 32 + 32 * n + l), 2 * j), u8x16_splat(3));
+                    let h = v128_and(u8x16_shr(load16(row, at + l), k as u32), u8x16_splat(1));
+                    i8x16_sub(v128_or(q, u8x16_shl(h, 2)), i8x16_splat(4))
+                };
+                half16(three(0), ys[0], ys[1]) * scales[r][2 * k]
+                    + half16(three(16), ys[2], ys[3]) * scales[r][2 * k + 1]
+            });
+            let sumi = f32x4_convert_i32x4(i32x4(sumi[0], sumi[1], sumi[2], sumi[3]));
+            acc = f32x4_add(acc, f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[b])), sumi));
+        }
+    }
+    lanes(acc)
+}
+
+/// Four Q2_K rows against Q8_K-rounded activations, in `dot::dot_q2_k`'s order: per half the
+/// 2-bit values' sum times its scale and the activations' sum times its min,
+/// `sum += d·d_y·Σ − dmin·d_y·Σm`.
+pub(crate) fn dot_rows4_q2_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
+    use super::kquants::Q2_K_BYTES;
+    let mut acc = f32x4_splat(0.0);
+    let ones = i8x16_splat(1);
+    for sb in 0..a.d.len() / 8 {
+        let at = sb * Q2_K_BYTES;
+        let (d, dmin) = (f16x4_to_f32(u16x4(&rows, at + 80)), f16x4_to_f32(u16x4(&rows, at + 82)));
+        for k in 0..8 {
+            let b = sb * 8 + k;
+            let ys = acts32(a, b);
+            let sy = [half16(ones, ys[0], ys[1]), half16(ones, ys[2], ys[3])];
+            let (n, j) = (k / 4, k as u32 % 4);
+            let sums = core::array::from_fn::<(i32, i32), 4, _>(|r| {
+                let row = rows[r];
+                let two = |l: usize| v128_and(u8x16_shr(load16(row, at + 16 + 32 * n + l), 2 * j), u8x16_splat(3));
+                let (sc0, sc1) = (row[at + 2 * k], row[at + 2 * k + 1]);
+                let qy = (sc0 & 0xF) as i32 * half16(two(0), ys[0], ys[1])
+                    + (sc1 & 0xF) as i32 * half16(two(16), ys[2], ys[3]);
+                let my = (sc0 >> 4) as i32 * sy[0] + (sc1 >> 4) as i32 * sy[1];
+                (qy, my)
+            });
+            let qy = f32x4_convert_i32x4(i32x4(sums[0].0, sums[1].0, sums[2].0, sums[3].0));
+            let my = f32x4_convert_i32x4(i32x4(sums[0].1, sums[1].1, sums[2].1, sums[3].1));
+            let ad = f32x4_splat(a.d[b]);
+            let plus = f32x4_mul(f32x4_mul(d, ad), qy);
+            let minus = f32x4_mul(f32x4_mul(dmin, ad), my);
+            acc = f32x4_add(acc, f32x4_sub(plus, minus));
+        }
+    }
+    lanes(acc)
+}
+
 /// Four Q6_K rows against Q8_K-rounded activations, in `dot::dot_q6_k`'s order: the six-bit
 /// values less 32 as signed bytes, each 16-value half's integer sum times its i8 scale, then
 /// `sum += d·d_y·Σ`.
@@ -319,14 +393,8 @@ pub(crate) fn dot_rows4_q6_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
                         i8x16_sub(v128_or(nib, top), i8x16_splat(32))
                     };
                     let (w0, w1) = (six(0), six(16));
-                    let half0 = hsum(i32x4_add(
-                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(w0), ys[0]),
-                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(w0), ys[1]),
-                    ));
-                    let half1 = hsum(i32x4_add(
-                        i32x4_dot_i16x8(i16x8_extend_low_i8x16(w1), ys[2]),
-                        i32x4_dot_i16x8(i16x8_extend_high_i8x16(w1), ys[3]),
-                    ));
+                    let half0 = half16(w0, ys[0], ys[1]);
+                    let half1 = half16(w1, ys[2], ys[3]);
                     let sc = &row[at + 192 + 8 * h + 2 * k..];
                     half0 * (sc[0] as i8) as i32 + half1 * (sc[1] as i8) as i32
                 });
