@@ -337,14 +337,6 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let group = matvec.shape().rows as usize;
         // Repacks rows `rows` of a (fused) matrix and uploads them, counting their bytes done.
         let mut put = |name: &str, ty: GgmlType, cols: usize, bytes: &[u8], rows: std::ops::Range<usize>| {
-            if crate::matvec::entry_point(ty).is_none() {
-                let runs: Vec<&str> = crate::matvec::gpu_types().iter().map(|t| t.name()).collect();
-                return Err(GpuEngineError::Unsupported(format!(
-                    "tensor {name:?} is {ty}, which the GPU engine has no kernel for yet (it runs {}); \
-                     the CPU engine runs it",
-                    runs.join(", ")
-                )));
-            }
             let row_bytes = ty.bytes_for(cols as u64).expect("whole blocks") as usize;
             let part = &bytes[rows.start * row_bytes..rows.end * row_bytes];
             let packed = repack(ty, rows.len(), cols, part, group).map_err(GpuError::from)?;

@@ -27,8 +27,13 @@ fn serve() -> Server {
 /// What `tokscope generate` prints for the same greedy run (stdout, trailing newline dropped).
 /// `gpu`: `--backend gpu`, on the Vulkan ICD `icd` when given.
 fn cli_greedy_text(gpu: bool, icd: Option<&str>) -> String {
-    let model = format!("public/{MODEL}");
-    let tokens = TOKENS.to_string();
+    cli_greedy(MODEL, TOKENS, gpu, icd)
+}
+
+/// As [`cli_greedy_text`] for `tokens` tokens of the model at `model` (under public/).
+fn cli_greedy(model: &str, tokens: usize, gpu: bool, icd: Option<&str>) -> String {
+    let model = format!("public/{model}");
+    let tokens = tokens.to_string();
     let mut args = vec![
         "generate",
         "--model",
@@ -304,22 +309,7 @@ async fn a_synthetic_model_is_made_in_the_page_and_generates() {
 async fn gemma_from_the_model_menu_runs_like_the_cli() {
     let _one = ONE_AT_A_TIME.lock().await;
     let gemma = tokscope_core::shipped::SHIPPED[1];
-    let model = format!("public/{}", gemma.path);
-    let text = tokscope(
-        &[
-            "generate",
-            "--model",
-            &model,
-            "--prompt",
-            PROMPT,
-            "--max-tokens",
-            "8",
-            "--temperature",
-            "0",
-        ],
-        None,
-    );
-    let expected = text.strip_suffix('\n').unwrap_or(&text).to_string();
+    let expected = cli_greedy(gemma.path, 8, false, None);
     let server = serve();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let prompt = PROMPT.replace(' ', "%20");

@@ -53,7 +53,7 @@ impl Rounded {
                 (d, if d != 0.0 { 1.0 / d } else { 0.0 }, false)
             } else {
                 // The signed value of largest magnitude maps to −127 (d may be negative).
-                let max = xg.iter().fold(0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+                let (max, _) = super::kquants::signed_max(xg);
                 let iscale = if max != 0.0 { -127.0 / max } else { 0.0 };
                 (if max != 0.0 { 1.0 / iscale } else { 0.0 }, iscale, true)
             };

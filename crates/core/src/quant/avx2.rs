@@ -4,6 +4,7 @@
 use super::GgmlType;
 use super::acts::ActRow;
 use super::blocks::QK;
+use super::kquants as kq;
 use std::arch::x86_64::*;
 
 pub(crate) fn available() -> bool {
@@ -20,6 +21,8 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
     for (r, o) in out.iter_mut().enumerate() {
         // SAFETY: row r lies inside w (caller checked w.len() >= out.len() * row_bytes).
         let row = unsafe { w.as_ptr().add(r * row_bytes) };
+        // Row r as a slice of super-blocks of `bytes` each (nb / 8 of them).
+        let k_row = |bytes: usize| &w[r * row_bytes..r * row_bytes + nb / 8 * bytes];
         *o = unsafe {
             match ty {
                 GgmlType::F32 => dot_f32(row, a.x),
@@ -32,16 +35,10 @@ pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRo
                 GgmlType::Q5_0 => dot_q4::<false, true>(row, nb, a),
                 GgmlType::Q5_1 => dot_q4::<true, true>(row, nb, a),
                 GgmlType::Q4_K => dot_q4_k(row, nb, a),
-                // The portable kernel (auto-vectorized under this function's target features).
-                GgmlType::Q5_K => {
-                    super::dot::dot_q5_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q5_K_BYTES), a)
-                }
-                GgmlType::Q3_K => {
-                    super::dot::dot_q3_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q3_K_BYTES), a)
-                }
-                GgmlType::Q2_K => {
-                    super::dot::dot_q2_k(std::slice::from_raw_parts(row, nb / 8 * super::kquants::Q2_K_BYTES), a)
-                }
+                // The portable kernels (auto-vectorized under this function's target features).
+                GgmlType::Q5_K => super::dot::dot_q5_k(k_row(kq::Q5_K_BYTES), a),
+                GgmlType::Q3_K => super::dot::dot_q3_k(k_row(kq::Q3_K_BYTES), a),
+                GgmlType::Q2_K => super::dot::dot_q2_k(k_row(kq::Q2_K_BYTES), a),
                 GgmlType::Q6_K => dot_q6_k(row, nb, a),
                 _ => unreachable!("checked by quant::dot_rows"),
             }

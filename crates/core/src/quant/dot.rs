@@ -231,17 +231,11 @@ pub(crate) fn dot_q5_k(row: &[u8], a: ActRow) -> f32 {
 }
 
 fn dot_k4<const FIVE: bool>(row: &[u8], a: ActRow) -> f32 {
-    use super::kquants::{Q4_K_BYTES, Q5_K_BYTES, scale_min};
+    use super::kquants::{Q4_K_BYTES, Q5_K_BYTES, k4_parts, scale_min};
     let bytes = if FIVE { Q5_K_BYTES } else { Q4_K_BYTES };
     let mut sum = 0f32;
     for (sb, blk) in row.chunks_exact(bytes).enumerate() {
-        let (d, dmin) = (read_f16(blk, 0), read_f16(blk, 2));
-        let scales = &blk[4..16];
-        let (qh, qs) = if FIVE {
-            (&blk[16..48], &blk[48..])
-        } else {
-            (&blk[..0], &blk[16..])
-        };
+        let (d, dmin, scales, qh, qs) = k4_parts(blk, FIVE);
         for j in 0..8 {
             let b = sb * 8 + j;
             let y = &a.qs[b * QK..(b + 1) * QK];

@@ -40,6 +40,30 @@ fn nearest_int(x: f32) -> i32 {
     ((x + 12_582_912.0).to_bits() as i32 & 0x007f_ffff) - 0x0040_0000
 }
 
+/// The value of largest magnitude, signed (the first where several tie), and that magnitude:
+/// what ggml's symmetric quantizers and Q8_K scale by.
+pub(crate) fn signed_max(x: &[f32]) -> (f32, f32) {
+    let (mut max, mut amax) = (0f32, 0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    (max, amax)
+}
+
+/// A Q4_K (or, with `five`, Q5_K) block's parts: f16 `d` and `dmin`, the 12 scale bytes, the
+/// fifth bits `qh` (empty for Q4_K) and the nibbles.
+pub(crate) fn k4_parts(blk: &[u8], five: bool) -> (f32, f32, &[u8], &[u8], &[u8]) {
+    let (qh, qs) = if five {
+        blk[16..].split_at(32)
+    } else {
+        blk[16..].split_at(0)
+    };
+    (read_f16(blk, 0), read_f16(blk, 2), &blk[4..16], qh, qs)
+}
+
 /// Sub-block `j`'s 6-bit scale and min from a Q4_K block's 12 scale bytes (`get_scale_min_k4`).
 pub fn scale_min(j: usize, q: &[u8]) -> (u8, u8) {
     if j < 4 {
@@ -64,13 +88,7 @@ pub fn dequantize_q5_k(src: &[u8], dst: &mut [f32]) {
 fn dequantize_k4<const FIVE: bool>(src: &[u8], dst: &mut [f32]) {
     let bytes = if FIVE { Q5_K_BYTES } else { Q4_K_BYTES };
     for (out, blk) in dst.chunks_exact_mut(QK_K).zip(src.chunks_exact(bytes)) {
-        let (d, min) = (read_f16(blk, 0), read_f16(blk, 2));
-        let scales = &blk[4..16];
-        let (qh, qs) = if FIVE {
-            (&blk[16..48], &blk[48..])
-        } else {
-            (&blk[..0], &blk[16..])
-        };
+        let (d, min, scales, qh, qs) = k4_parts(blk, FIVE);
         for (k, (q, y)) in qs.chunks_exact(32).zip(out.chunks_exact_mut(64)).enumerate() {
             let (sc1, m1) = scale_min(2 * k, scales);
             let (sc2, m2) = scale_min(2 * k + 1, scales);
@@ -142,13 +160,7 @@ pub fn dequantize_q3_k(src: &[u8], dst: &mut [f32]) {
 /// ggml's `make_q3_quants` with `do_rmse`: a symmetric `nmax`-level quantization of `x` (into
 /// `l` as 0..2·nmax) refined by a few passes of weighted least squares; returns the scale.
 fn make_q3_quants(x: &[f32], nmax: i32, l: &mut [i8]) -> f32 {
-    let (mut max, mut amax) = (0f32, 0f32);
-    for &v in x {
-        if v.abs() > amax {
-            amax = v.abs();
-            max = v;
-        }
-    }
+    let (max, amax) = signed_max(x);
     if amax < GROUP_MAX_EPS {
         l.iter_mut().for_each(|q| *q = 0);
         return 0.0;
@@ -194,15 +206,9 @@ fn make_q3_quants(x: &[f32], nmax: i32, l: &mut [i8]) -> f32 {
 pub fn quantize_q3_k(src: &[f32], out: &mut Vec<u8>) {
     for x in src.chunks_exact(QK_K) {
         let mut l = [0i8; QK_K];
-        let mut scales = [0f32; 16];
-        let (mut max_scale, mut amax) = (0f32, 0f32);
-        for j in 0..16 {
-            scales[j] = make_q3_quants(&x[16 * j..16 * j + 16], 4, &mut l[16 * j..16 * j + 16]);
-            if scales[j].abs() > amax {
-                amax = scales[j].abs();
-                max_scale = scales[j];
-            }
-        }
+        let scales: [f32; 16] =
+            std::array::from_fn(|j| make_q3_quants(&x[16 * j..16 * j + 16], 4, &mut l[16 * j..16 * j + 16]));
+        let (max_scale, _) = signed_max(&scales);
         let mut sc = [0u8; 12];
         let d = if max_scale != 0.0 {
             let iscale = -32.0 / max_scale;
@@ -405,13 +411,7 @@ fn make_qkx2_quants(
 /// symmetric scale for `nmax`·2 levels, searched around `nmax / max` for the least x²-weighted
 /// error; fills `l` with levels offset by `nmax`.
 fn make_qx_quants(x: &[f32], nmax: i32, l: &mut [i8]) -> f32 {
-    let (mut max, mut amax) = (0f32, 0f32);
-    for &v in x {
-        if v.abs() > amax {
-            amax = v.abs();
-            max = v;
-        }
-    }
+    let (max, amax) = signed_max(x);
     if amax < GROUP_MAX_EPS {
         l.fill(0);
         return 0.0;
