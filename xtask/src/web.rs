@@ -4,7 +4,8 @@
 //! two wasm binaries, `wasm-bindgen` on each (the page as an ES module, the worker for
 //! `importScripts`), content-hashed names for what the page loads (so a host may cache them
 //! forever), `web/index.html` with the public URL, the stylesheet and the start-up script filled
-//! in, and the model and the embed example copied beside it. Doing it here keeps a 500-crate
+//! in (as files: the page's Content-Security-Policy, in a `<meta>`, allows no inline script), and the
+//! model and the embed example copied beside it. Doing it here keeps a 500-crate
 //! tool out of every fresh machine's set-up (CI builds it from source in about a quarter hour).
 //! `wasm-bindgen` must be the CLI at the Cargo.lock version (scripts/setup.sh installs it).
 
@@ -19,6 +20,7 @@ const WORKER: &str = "tokscope-worker";
 /// page built from an index without them fails the build rather than loading nothing.
 const BASE_MARK: &str = "<base data-public-url />";
 const ASSETS_MARK: &str = "<!-- build-web: stylesheet and start-up script -->";
+const CSP_MARK: &str = "<!-- build-web: content security policy -->";
 
 struct Options {
     public_url: String,
@@ -88,8 +90,22 @@ pub fn build_web(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot copy web/embed-example.html: {e}"))?;
     link_dir(&root.join("public/models"), &staging.join("models"))?;
 
+    // The start-up scripts as files, content-hashed: the page's policy allows no inline script.
+    let errors = read(&web.join("errors.js"))?;
+    let errors_name = format!("errors-{}.js", short_hash(&errors));
+    write(&staging.join(&errors_name), &errors)?;
+    let start = start_script(&opts.public_url, &app_name);
+    let start_name = format!("start-{}.js", short_hash(start.as_bytes()));
+    write(&staging.join(&start_name), start.as_bytes())?;
+
     let index = String::from_utf8(read(&web.join("index.html"))?).map_err(|e| format!("web/index.html: {e}"))?;
-    let html = fill_index(&index, &opts.public_url, &app_name, &css_name)?;
+    let assets = Assets {
+        app: &app_name,
+        css: &css_name,
+        errors: &errors_name,
+        start: &start_name,
+    };
+    let html = fill_index(&index, &opts.public_url, &assets)?;
     write(&staging.join("index.html"), html.as_bytes())?;
 
     remove_dir(&opts.dist)?;
@@ -99,22 +115,48 @@ pub fn build_web(args: &[String]) -> Result<(), String> {
 }
 
 /// `web/index.html` with the base URL, the stylesheet and the module that starts the page.
-fn fill_index(index: &str, public_url: &str, app: &str, css: &str) -> Result<String, String> {
-    for mark in [BASE_MARK, ASSETS_MARK] {
+/// The names of the files `index.html` loads.
+struct Assets<'a> {
+    app: &'a str,
+    css: &'a str,
+    errors: &'a str,
+    start: &'a str,
+}
+
+/// The module that starts the page: the app's bindings, then its wasm.
+fn start_script(public_url: &str, app: &str) -> String {
+    format!(
+        "import init from '{public_url}{app}.js';\nawait init({{ module_or_path: '{public_url}{app}_bg.wasm' }});\n"
+    )
+}
+
+/// The origin of an absolute public URL (`https://cdn.example/tokscope/` → `https://cdn.example`).
+fn origin(public_url: &str) -> Option<&str> {
+    let (scheme, rest) = public_url.split_once("://")?;
+    let host = rest.split('/').next()?;
+    Some(&public_url[..scheme.len() + 3 + host.len()])
+}
+
+fn fill_index(index: &str, public_url: &str, a: &Assets) -> Result<String, String> {
+    for mark in [CSP_MARK, BASE_MARK, ASSETS_MARK] {
         if !index.contains(mark) {
             return Err(format!("web/index.html lacks `{mark}`"));
         }
     }
+    let policy = tokscope_web::csp::content_security_policy(origin(public_url));
+    let (app, css, errors, start) = (a.app, a.css, a.errors, a.start);
     let assets = format!(
         "<link rel=\"stylesheet\" href=\"{public_url}{css}\" />\n  \
+         <script src=\"{public_url}{errors}\"></script>\n  \
          <link rel=\"modulepreload\" href=\"{public_url}{app}.js\" />\n  \
          <link rel=\"preload\" href=\"{public_url}{app}_bg.wasm\" as=\"fetch\" type=\"application/wasm\" crossorigin />\n  \
-         <script type=\"module\">\n    \
-         import init from '{public_url}{app}.js';\n    \
-         await init({{ module_or_path: '{public_url}{app}_bg.wasm' }});\n  \
-         </script>"
+         <script type=\"module\" src=\"{public_url}{start}\"></script>"
     );
     Ok(index
+        .replace(
+            CSP_MARK,
+            &format!("<meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\" />"),
+        )
         .replace(BASE_MARK, &format!("<base href=\"{public_url}\" />"))
         .replace(ASSETS_MARK, &assets))
 }
@@ -176,20 +218,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_index_gets_the_public_url_and_the_hashed_assets() {
-        let index = format!("<head>{BASE_MARK}\n{ASSETS_MARK}</head>");
-        let html = fill_index(&index, "/tokscope/", "tokscope-app-0123", "style-ab.css").unwrap();
+    fn the_index_gets_the_public_url_the_policy_and_the_hashed_assets() {
+        let index = format!("<head>{CSP_MARK}\n{BASE_MARK}\n{ASSETS_MARK}</head>");
+        let assets = Assets {
+            app: "tokscope-app-0123",
+            css: "style-ab.css",
+            errors: "errors-cd.js",
+            start: "start-ef.js",
+        };
+        let html = fill_index(&index, "/tokscope/", &assets).unwrap();
         assert!(html.contains("<base href=\"/tokscope/\" />"));
         assert!(html.contains("href=\"/tokscope/style-ab.css\""));
-        assert!(html.contains("import init from '/tokscope/tokscope-app-0123.js'"));
-        assert!(html.contains("module_or_path: '/tokscope/tokscope-app-0123_bg.wasm'"));
+        assert!(html.contains("<script src=\"/tokscope/errors-cd.js\"></script>"));
+        assert!(html.contains("<script type=\"module\" src=\"/tokscope/start-ef.js\"></script>"));
+        let policy = tokscope_web::csp::CONTENT_SECURITY_POLICY;
+        assert!(html.contains(&format!("http-equiv=\"Content-Security-Policy\" content=\"{policy}\"")));
         assert!(!html.contains("build-web:"));
+        assert!(!html.contains("<script>"), "no inline script: {html}");
+        let start = start_script("/tokscope/", "tokscope-app-0123");
+        assert!(start.contains("import init from '/tokscope/tokscope-app-0123.js'"));
+        assert!(start.contains("module_or_path: '/tokscope/tokscope-app-0123_bg.wasm'"));
+    }
+
+    #[test]
+    fn an_absolute_public_url_adds_its_origin_to_the_policy() {
+        assert_eq!(origin("https://cdn.example/tokscope/"), Some("https://cdn.example"));
+        assert_eq!(origin("/tokscope/"), None);
+        let index = format!("{CSP_MARK}{BASE_MARK}{ASSETS_MARK}");
+        let assets = Assets {
+            app: "a",
+            css: "b",
+            errors: "c",
+            start: "d",
+        };
+        let html = fill_index(&index, "https://cdn.example/t/", &assets).unwrap();
+        assert!(
+            html.contains("script-src 'self' https://cdn.example 'wasm-unsafe-eval'"),
+            "{html}"
+        );
     }
 
     #[test]
     fn an_index_without_the_marks_is_refused() {
-        let err = fill_index("<head></head>", "/", "a", "b").unwrap_err();
-        assert!(err.contains(BASE_MARK), "{err}");
+        let assets = Assets {
+            app: "a",
+            css: "b",
+            errors: "c",
+            start: "d",
+        };
+        let err = fill_index("<head></head>", "/", &assets).unwrap_err();
+        assert!(err.contains(CSP_MARK), "{err}");
     }
 
     #[test]

@@ -49,6 +49,12 @@ pub enum TokenizerError {
     UnsupportedPre(String),
     #[error("tokenizer.ggml.merges entry #{index} {merge:?} is not two tokens separated by a space")]
     BadMerge { index: usize, merge: String },
+    #[error("{key} has {len} entries for {tokens} tokens")]
+    LengthMismatch {
+        key: &'static str,
+        len: usize,
+        tokens: usize,
+    },
     #[error("tokenizer: {0}")]
     Library(String),
 }
@@ -79,6 +85,7 @@ impl Tokenizer {
         let model_name = g.get_str("tokenizer.ggml.model")?.to_string();
         let tokens = g.get_str_array("tokenizer.ggml.tokens")?;
         let types = g.opt_int_array("tokenizer.ggml.token_type")?;
+        same_length("tokenizer.ggml.token_type", types.as_ref().map(Vec::len), tokens.len())?;
         let (mut inner, pre, n_merges) = match model_name.as_str() {
             "gpt2" => {
                 let pre = g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default").to_string();
@@ -86,7 +93,9 @@ impl Tokenizer {
                 (inner, pre, n)
             }
             "llama" => {
-                let scores = g.opt_f32_array("tokenizer.ggml.scores")?.unwrap_or_default();
+                let scores = g.opt_f32_array("tokenizer.ggml.scores")?;
+                same_length("tokenizer.ggml.scores", scores.as_ref().map(Vec::len), tokens.len())?;
+                let scores = scores.unwrap_or_default();
                 let unk = g.opt_u64("tokenizer.ggml.unknown_token_id")?.unwrap_or(0) as usize;
                 let space_prefix = g.opt_bool("tokenizer.ggml.add_space_prefix")?.unwrap_or(true);
                 let (inner, n) = spm_bpe(&tokens, &scores, tokens.get(unk).copied(), space_prefix)?;
@@ -254,6 +263,15 @@ impl TextStream<'_> {
     /// The text this id completes, if any.
     pub fn step(&mut self, id: u32) -> Result<Option<String>, TokenizerError> {
         self.inner.step(id).map_err(lib_err)
+    }
+}
+
+/// A per-token array (types, scores) that is present must have one entry per token: a file
+/// where they disagree is malformed, and indexing one by the other would read past its end.
+fn same_length(key: &'static str, len: Option<usize>, tokens: usize) -> Result<(), TokenizerError> {
+    match len {
+        Some(len) if len != tokens => Err(TokenizerError::LengthMismatch { key, len, tokens }),
+        _ => Ok(()),
     }
 }
 

@@ -3,6 +3,7 @@
 //! from the URL and [`route`] which panel it shows. They are plain Rust, tested natively.
 
 pub mod chart;
+pub mod csp;
 pub mod params;
 pub mod protocol;
 pub mod route;

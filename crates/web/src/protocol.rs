@@ -31,6 +31,29 @@ pub const SYNTHETIC_CHOICES: [(&str, &str); 7] = [
     ("tiny", "Q4_0"),
 ];
 
+/// A `model=` setting the page may load: an http(s) address, one relative to the page, or a
+/// synthetic model. Any other scheme (`javascript:`, `data:`, `file:`, `blob:`) is refused
+/// by name rather than handed to `fetch`, whose failure would not say why.
+pub fn check_model_setting(model: &str) -> Result<&str, String> {
+    if model.starts_with(SYNTHETIC_PREFIX) {
+        return Ok(model);
+    }
+    // A scheme is letters, digits, '+', '-', '.' before the first ':' (RFC 3986 §3.1), and a
+    // relative address has no ':' before its first '/', '?' or '#'.
+    let head = model.split(['/', '?', '#']).next().unwrap_or("");
+    let scheme = head.split_once(':').map(|(s, _)| s).filter(|s| {
+        s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    match scheme {
+        None => Ok(model),
+        Some(s) if s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https") => Ok(model),
+        Some(s) => Err(format!(
+            "only http(s) addresses can be loaded, not a {s}: address (pick a file to load one from this device)"
+        )),
+    }
+}
+
 impl ModelSource {
     /// The `model=` setting as a source: `synthetic:SHAPE:TYPE`, else a URL.
     pub fn from_setting(model: &str) -> ModelSource {

@@ -79,6 +79,20 @@ fn resolve(root: &Path, url_path: &str) -> Option<PathBuf> {
     out.is_file().then_some(out)
 }
 
+/// The page's Content-Security-Policy (the same as its `<meta>`; the header also reaches the
+/// worker's script) and no MIME sniffing. The embed example stands for someone else's
+/// article, with its own inline script, so it is served without the app's policy.
+fn security_headers(file: &Path) -> String {
+    let policy = match file.file_name().and_then(|n| n.to_str()) {
+        Some("embed-example.html") => String::new(),
+        _ => format!(
+            "Content-Security-Policy: {}\r\n",
+            tokscope_web::csp::CONTENT_SECURITY_POLICY
+        ),
+    };
+    format!("{policy}X-Content-Type-Options: nosniff\r\n")
+}
+
 fn handle(stream: TcpStream, root: &Path, log: &RequestLog) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
@@ -107,8 +121,9 @@ fn handle(stream: TcpStream, root: &Path, log: &RequestLog) -> std::io::Result<(
                 let len = f.metadata()?.len();
                 write!(
                     out,
-                    "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {len}\r\nCache-Control: no-cache\r\n{cors}\r\n",
-                    mime(&file)
+                    "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {len}\r\nCache-Control: no-cache\r\n{cors}{}\r\n",
+                    mime(&file),
+                    security_headers(&file),
                 )?;
                 if method == "GET" {
                     let mut buf = vec![0; 1 << 20];

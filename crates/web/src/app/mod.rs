@@ -74,6 +74,13 @@ fn current_route() -> (Route, Option<String>) {
 /// Loads a model from a URL (the default one, or the reader's), or from a picked `file`
 /// (`source` is then `ModelSource::File`), on the engine the settings ask for.
 pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
+    // Refused before anything is unloaded: the model in use stays.
+    if let ModelSource::Url(url) = &source
+        && let Err(e) = crate::protocol::check_model_setting(url)
+    {
+        state.error.set(Some(format!("{url}: {e}")));
+        return;
+    }
     state.model.set(None);
     state.error.set(None);
     // Links made from here on load the same model (a picked file has no name to share).

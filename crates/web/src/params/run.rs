@@ -58,7 +58,12 @@ impl Settings for RunSettings {
                     _ => return Err(format!("expected auto, cpu or gpu, got {v:?}")),
                 }
             }
-            "model" => s.model = (!v.is_empty()).then(|| v.to_string()),
+            "model" => {
+                s.model = match v {
+                    "" => None,
+                    url => Some(crate::protocol::check_model_setting(url)?.to_string()),
+                }
+            }
             "max_tokens" => {
                 s.max_tokens = match number::<usize>(v)? {
                     n @ 1..=MAX_TOKENS_LIMIT => n,
@@ -103,6 +108,35 @@ impl Settings for RunSettings {
 mod tests {
     use super::*;
     use crate::params::Settings;
+
+    #[test]
+    fn a_model_address_must_be_http_or_relative() {
+        for bad in [
+            "javascript:alert(1)",
+            "data:application/octet-stream,GGUF",
+            "file:///etc/passwd",
+            "blob:x",
+        ] {
+            let (s, errors) = RunSettings::from_pairs([("model", bad), ("max_tokens", "5")]);
+            assert_eq!(s.model, None, "{bad}");
+            assert_eq!(s.max_tokens, 5, "the other parameters still apply");
+            assert!(
+                errors[0].contains("URL parameter model") && errors[0].contains("http"),
+                "{errors:?}"
+            );
+        }
+        for good in [
+            "https://example.org/m.gguf",
+            "HTTP://example.org/m.gguf",
+            "models/m.gguf",
+            "/m.gguf",
+            "synthetic:tiny:Q4_0",
+            "m.gguf?x=a:b",
+        ] {
+            let (s, errors) = RunSettings::from_pairs([("model", good)]);
+            assert_eq!(s.model.as_deref(), Some(good), "{errors:?}");
+        }
+    }
 
     #[test]
     fn reads_a_run() {

@@ -39,14 +39,19 @@ impl Progress {
 
 /// Downloads `url` (resolved against the page) into memory, posting progress.
 pub async fn download(url: &str) -> Result<Vec<u8>, String> {
-    let resp = JsFuture::from(scope().fetch_with_str(url)).await.map_err(|e| {
-        format!(
-            "could not fetch {url}: {}. If the model is on another site, that server must allow \
+    // A reader-given address: no cookies or HTTP authentication go with it, to any origin.
+    let init = web_sys::RequestInit::new();
+    init.set_credentials(web_sys::RequestCredentials::Omit);
+    let resp = JsFuture::from(scope().fetch_with_str_and_init(url, &init))
+        .await
+        .map_err(|e| {
+            format!(
+                "could not fetch {url}: {}. If the model is on another site, that server must allow \
              cross-origin requests (CORS: an Access-Control-Allow-Origin header); download the \
              file and pick it here instead.",
-            describe(&e)
-        )
-    })?;
+                describe(&e)
+            )
+        })?;
     let resp: web_sys::Response = resp.unchecked_into();
     if !resp.ok() {
         return Err(format!(

@@ -1,0 +1,7 @@
+//! libFuzzer entry: see `harness/tokenizer.rs` (shared with the regression test in crates/web).
+#![no_main]
+
+#[path = "../harness/mod.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::tokenizer::run(data));

@@ -1,0 +1,197 @@
+//! Untrusted text and a page safe to embed (issue #22): markup in the prompt, in the model's
+//! output, in GGUF strings and in the URL is shown as text and never runs; the
+//! Content-Security-Policy is in force (meta and header) and the page reports no violation;
+//! a `javascript:` model address is refused by name while the other URL parameters apply.
+
+use std::time::Duration;
+use tokscope_core::gguf::Value;
+use tokscope_core::quant::GgmlType;
+use tokscope_core::synthetic::TinyLlama;
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::server::{self, Server};
+use tokscope_e2e::site::{dist, root, screenshot_path};
+
+const WAIT: Duration = Duration::from_secs(120);
+const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
+const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+
+/// Each payload sets `window.__xss` if it ever runs.
+const IN_NAME: &str = "<img src=x onerror=\"window.__xss='name'\">";
+const IN_OUTPUT_A: &str = "<img src=x onerror=window.__xss='out'>";
+const IN_OUTPUT_B: &str = "<script>window.__xss='out'</script>";
+const IN_PROMPT: &str = "<script>window.__xss='prompt'</script><img src=x onerror=\"window.__xss='prompt'\">";
+
+/// Markup that ran, elements it left, and every error the page recorded (CSP violations too).
+const INJECTED: &str = "return [String(window.__xss), \
+     document.querySelectorAll('[onerror], img, iframe, object, body script:not([src])').length];";
+
+fn serve() -> Server {
+    server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
+}
+
+/// The tiny test model made to write markup: its name is a payload, two merge tokens are
+/// replaced by payloads, and its untied output head scores only those two (opposite signs on
+/// one dimension, the only one the final norm keeps), so greedy decoding writes one of them at
+/// every step whatever the prompt.
+fn markup_model() -> Vec<u8> {
+    let spec = TinyLlama {
+        tied_output: false,
+        ..Default::default()
+    };
+    let vocab = tokscope_core::synthetic::vocab();
+    let (a, b) = (vocab.len() - 2, vocab.len() - 1);
+    // GPT-2's byte-level alphabet writes a space as 'Ġ'.
+    let byte_level = |s: &str| s.replace(' ', "Ġ");
+    let mut w = spec.writer();
+    for (key, value) in w.metadata.iter_mut() {
+        match key.as_str() {
+            "general.name" => *value = Value::String(IN_NAME.into()),
+            "tokenizer.ggml.tokens" => {
+                let Value::Array(_, tokens) = value else {
+                    panic!("tokens")
+                };
+                tokens[a] = Value::String(byte_level(IN_OUTPUT_A));
+                tokens[b] = Value::String(byte_level(IN_OUTPUT_B));
+            }
+            // The merges that made those two tokens go with them.
+            "tokenizer.ggml.merges" => {
+                let Value::Array(_, merges) = value else {
+                    panic!("merges")
+                };
+                merges.truncate(merges.len() - 2);
+            }
+            _ => {}
+        }
+    }
+    let d = spec.d_model;
+    let f32s = |v: Vec<f32>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    for t in w.tensors.iter_mut() {
+        if t.name == "output_norm.weight" {
+            let mut g = vec![0f32; d];
+            g[0] = 1.0;
+            t.data = f32s(g);
+        } else if t.name == "output.weight" {
+            let mut head = vec![0f32; vocab.len() * d];
+            head[a * d] = 100.0;
+            head[b * d] = -100.0;
+            t.ty = GgmlType::F32;
+            t.data = f32s(head);
+        }
+    }
+    w.to_bytes()
+}
+
+#[tokio::test]
+async fn markup_in_the_prompt_output_metadata_and_url_stays_text() {
+    let path = root().join("target/e2e/markup.gguf");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, markup_model()).unwrap();
+    let server = serve();
+    let b = Browser::launch(false, 1280, 900).await.unwrap();
+    // The prompt from the URL, a `javascript:` model address refused, the rest applied; a
+    // payload in the fragment too.
+    let prompt: String = url_encode(IN_PROMPT);
+    let url = format!(
+        "index.html?backend=cpu&prompt={prompt}&max_tokens=6&temperature=0&model=javascript:window.__xss='model'\
+         #/run?x=%3Cimg%20src%3Dx%20onerror%3Dwindow.__xss%3D1%3E"
+    );
+    b.client.goto(&server.url(&url)).await.unwrap();
+    b.wait_for(
+        &format!("{READY} || document.querySelector('[data-testid=error]')?.textContent"),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let notice = b.text("notice").await;
+    assert!(
+        notice.contains("URL parameter model") && notice.contains("javascript:"),
+        "{notice}"
+    );
+    assert_eq!(b.value("prompt").await, IN_PROMPT, "the prompt parameter still applies");
+
+    let input = b
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=file]"))
+        .await
+        .unwrap();
+    input.send_keys(path.to_str().unwrap()).await.unwrap();
+    b.wait_for(
+        &format!("{READY} && document.querySelector('[data-testid=model-info]').textContent.includes('onerror')"),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert!(b.text("model-info").await.contains(IN_NAME));
+    b.client
+        .find(fantoccini::Locator::Css("[data-testid=generate]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for(DONE, WAIT).await.unwrap();
+    let output = b.text("output").await;
+    assert!(
+        output.contains(IN_OUTPUT_A) || output.contains(IN_OUTPUT_B),
+        "the model wrote markup: {output:?}"
+    );
+    b.screenshot(&screenshot_path("markup-as-text.png")).await.unwrap();
+    let injected = b.eval(INJECTED).await;
+    assert_eq!(
+        injected,
+        serde_json::json!(["undefined", 0]),
+        "markup ran or was inserted"
+    );
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}
+
+#[tokio::test]
+async fn the_content_security_policy_is_in_force() {
+    let server = serve();
+    let b = Browser::launch(false, 1280, 900).await.unwrap();
+    b.client.goto(&server.url("index.html#/embed/agent")).await.unwrap();
+    b.wait_for("document.querySelector('[data-testid=agent-columns]') !== null", WAIT)
+        .await
+        .unwrap();
+    let policy = tokscope_web::csp::CONTENT_SECURITY_POLICY;
+    let meta = b
+        .eval("return document.querySelector('meta[http-equiv=Content-Security-Policy]')?.content;")
+        .await;
+    assert_eq!(meta, serde_json::json!(policy));
+    let header = b
+        .eval("return fetch(location.href).then((r) => r.headers.get('content-security-policy'));")
+        .await;
+    assert_eq!(header, serde_json::json!(policy));
+    assert_eq!(
+        b.page_errors().await,
+        Vec::<String>::new(),
+        "the page itself breaks no rule"
+    );
+    // An inline script, as an injection would add: blocked, and the violation is reported.
+    b.eval(
+        "const s = document.createElement('script'); s.textContent = 'window.__xss = 1'; \
+         document.body.append(s); return new Promise((r) => setTimeout(() => r(null), 200));",
+    )
+    .await;
+    assert_eq!(
+        b.eval("return String(window.__xss);").await,
+        serde_json::json!("undefined")
+    );
+    let errors = b.page_errors().await;
+    assert!(
+        errors.iter().any(|e| e.starts_with("CSP violation: script-src")),
+        "{errors:?}"
+    );
+    b.close().await;
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986 §2.3).
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|c| match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (c as char).to_string(),
+            _ => format!("%{c:02X}"),
+        })
+        .collect()
+}
