@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check the project has: formatting, clippy on native and wasm32, all tests (unit, the tiny
 # synthetic models, the CLI end to end, parity with llama.cpp on the default model, the GPU
-# engine on lavapipe and in Chromium's WebGPU, and the page end to end in headless Chromium).
+# engine on lavapipe and in Chromium's WebGPU, the page end to end in headless Chromium, and a
+# short run of every fuzz target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,3 +32,6 @@ cargo test -p tokscope-core --locked --release --target wasm32-unknown-unknown -
 echo "== GPU engine tests in headless Chromium's WebGPU (a dedicated worker, as the page runs it)"
 CHROMEDRIVER=$(command -v chromedriver) WASM_BINDGEN_TEST_TIMEOUT=600 \
   cargo test -p tokscope-gpu --locked --release --target wasm32-unknown-unknown --test browser_engine
+# Each fuzz target for a short while from its seeds (the long runs: `cargo xtask fuzz run`).
+echo "== fuzz smoke: every target 15 s (libFuzzer, AddressSanitizer, debug assertions)"
+cargo xtask fuzz run --seconds 15

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokscope_core::gguf::Value;
-use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 
 /// A file of its own for each call: tests run in parallel and must not rewrite a model another
@@ -184,23 +183,6 @@ fn bad_inputs_give_one_clear_line() {
     let dir = std::env::temp_dir();
     assert_clean_error(&tokscope(&["inspect", s(&dir)]), "directory");
 
-    let mut w = TinyLlama::default().writer();
-    w.metadata[0].1 = Value::String("mamba".into());
-    let mamba = tmp("mamba2.gguf", &w.to_bytes());
-    assert_clean_error(
-        &generate(&mamba, &["--prompt", "x"]),
-        "unsupported architecture \"mamba\"",
-    );
-
-    let iq4 = {
-        let mut w = TinyLlama::default().writer();
-        let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.attn_v.weight").unwrap();
-        t.ty = GgmlType::IQ4_NL;
-        t.data = vec![0; 32 * 2 * 18];
-        tmp("iq4_nl.gguf", &w.to_bytes())
-    };
-    assert_clean_error(&generate(&iq4, &["--prompt", "x"]), "IQ4_NL");
-
     let m = tiny();
     assert_clean_error(&generate(&m, &["--prompt", "x", "--temperature=-1"]), "temperature");
     assert_clean_error(&generate(&m, &["--prompt", "x", "--top-p", "0"]), "top-p");
@@ -217,6 +199,15 @@ fn bad_inputs_give_one_clear_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--model"), "{stderr}");
+}
+
+/// Every row of the bad-model table (core's `malformed_models`), one line each.
+#[test]
+fn every_malformed_model_is_one_clear_line() {
+    for m in tokscope_core::malformed::malformed_models() {
+        let path = tmp(m.file, &m.bytes);
+        assert_clean_error(&generate(&path, &["--prompt", "x"]), m.says);
+    }
 }
 
 #[test]

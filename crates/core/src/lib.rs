@@ -10,6 +10,8 @@ pub mod chat;
 pub mod cpu;
 pub mod gguf;
 pub mod human;
+pub mod limits;
+pub mod malformed;
 pub mod meter;
 pub mod model;
 pub mod presets;

@@ -78,7 +78,9 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     if let ModelSource::Url(url) = &source
         && let Err(e) = crate::protocol::check_model_setting(url)
     {
-        state.error.set(Some(format!("{url}: {e}")));
+        let message = format!("{url}: {e}");
+        state.status.set(format!("Error: {message}"));
+        state.error.set(Some(message));
         return;
     }
     state.model.set(None);
@@ -201,6 +203,7 @@ fn Messages(state: State) -> impl IntoView {
 fn Badge(state: State) -> impl IntoView {
     let badge = move || match state.model.get() {
         Some(m) => m.backend.label,
+        None if state.error.get().is_some() => "no model".into(),
         None => "loading…".into(),
     };
     let badge_kind = move || match state.model.get() {

@@ -3,6 +3,7 @@
 
 use super::js::{describe, scope};
 use crate::protocol::{FromWorker, Phase};
+use tokscope_core::limits::check_wasm_model_size;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
@@ -66,6 +67,9 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
         .ok()
         .flatten()
         .and_then(|v| v.parse::<u64>().ok());
+    if let Some(t) = total {
+        check_wasm_model_size(t).map_err(|e| format!("{url}: {e}"))?;
+    }
     let body = resp.body().ok_or_else(|| format!("{url}: the response has no body"))?;
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
     let mut out = Vec::with_capacity(total.unwrap_or(0) as usize);
@@ -73,7 +77,7 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
     loop {
         let chunk = JsFuture::from(reader.read()).await.map_err(|e| {
             format!(
-                "{url}: the download broke off after {} bytes: {}",
+                "{url}: the download broke off after {} bytes ({}). Load it again to restart the download",
                 out.len(),
                 describe(&e)
             )
@@ -87,6 +91,8 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
         let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(|e| describe(&e))?;
         let bytes: js_sys::Uint8Array = value.unchecked_into();
         let at = out.len();
+        // A server that sent no length (or a wrong one) is held to the same limit as it streams.
+        check_wasm_model_size((at + bytes.length() as usize) as u64).map_err(|e| format!("{url}: {e}"))?;
         out.resize(at + bytes.length() as usize, 0);
         bytes.copy_to(&mut out[at..]);
         progress.report(out.len() as u64, false);
@@ -95,7 +101,10 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
     if let Some(t) = total
         && t != out.len() as u64
     {
-        return Err(format!("{url}: the download ended after {} of {t} bytes", out.len()));
+        return Err(format!(
+            "{url}: the download ended after {} of {t} bytes. Load it again to restart the download",
+            out.len()
+        ));
     }
     Ok(out)
 }
@@ -103,6 +112,7 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
 /// The bytes of a picked or dropped file.
 pub async fn read_file(file: &web_sys::File) -> Result<Vec<u8>, String> {
     let total = file.size() as u64;
+    check_wasm_model_size(total).map_err(|e| format!("{}: {e}", file.name()))?;
     let mut progress = Progress::new(Phase::Download, Some(total));
     progress.report(0, true);
     let buf = JsFuture::from(file.array_buffer())

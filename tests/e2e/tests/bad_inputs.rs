@@ -1,0 +1,123 @@
+//! The page's answers to bad input (issue #22, the table in ARCHITECTURE.md): every malformed
+//! model (core's `malformed_models`, the rows the CLI test also loads), a model address that
+//! 404s, one blocked by CORS, one too large for WebAssembly's memory and a download cut off
+//! midway each get their own message, and none of them loses the reader's prompt or the text
+//! generated before it. The worker survives them all: a good model loads and runs after.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+use tokscope_core::malformed::malformed_models;
+use tokscope_core::synthetic::TinyLlama;
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::server;
+use tokscope_e2e::site::{dist, root, screenshot_path};
+
+const WAIT: Duration = Duration::from_secs(120);
+const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
+const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+const PROMPT: &str = "keep me";
+
+/// A server on another origin that misbehaves by path: `/big.gguf` claims 5 GB, `/cut.gguf`
+/// promises 100,000 bytes and closes after 1,000, `/nocors.gguf` omits the CORS header.
+fn misbehaving_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                    break;
+                }
+            }
+            let mut out = stream;
+            let cors = "Access-Control-Allow-Origin: *\r\n";
+            let _ = match path.as_str() {
+                "/big.gguf" => write!(out, "HTTP/1.1 200 OK\r\nContent-Length: 5000000000\r\n{cors}\r\nGGUF"),
+                "/cut.gguf" => write!(out, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n{cors}\r\n")
+                    .and_then(|_| out.write_all(&[0; 1000])),
+                "/nocors.gguf" => write!(out, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nGGUF"),
+                _ => write!(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n{cors}\r\n"),
+            };
+            let _ = out.flush();
+            // Dropping the stream closes it: the cut download ends here.
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn error_mentions(text: &str) -> String {
+    format!("(document.querySelector('[data-testid=error]')?.textContent || '').includes({text:?})")
+}
+
+#[tokio::test]
+async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
+    let dir = root().join("target/e2e/bad-inputs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = misbehaving_server();
+    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let b = Browser::launch(false, 1280, 900).await.unwrap();
+    let url = "index.html?backend=cpu&model=synthetic:tiny:Q4_0&prompt=keep%20me&max_tokens=4&temperature=0";
+    b.client.goto(&server.url(url)).await.unwrap();
+    b.wait_for(READY, WAIT).await.unwrap();
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;").await;
+    b.wait_for(DONE, WAIT).await.unwrap();
+    let output = b.text("output").await;
+    assert!(!output.is_empty());
+
+    let kept = async |what: &str| {
+        assert_eq!(b.value("prompt").await, PROMPT, "after {what}: the prompt");
+        assert_eq!(b.text("output").await, output, "after {what}: the text generated before");
+    };
+    let input = b
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=file]"))
+        .await
+        .unwrap();
+    for m in malformed_models() {
+        let path = dir.join(m.file);
+        std::fs::write(&path, &m.bytes).unwrap();
+        input.send_keys(path.to_str().unwrap()).await.unwrap();
+        b.wait_for(&error_mentions(m.file), WAIT).await.unwrap();
+        let shown = b.text("error").await;
+        assert!(shown.starts_with(m.file) && shown.contains(m.says), "{}: {shown:?}", m.file);
+        kept(m.file).await;
+    }
+
+    for (address, says) in [
+        (server.url("models/missing.gguf"), "the server answered HTTP 404".to_string()),
+        (format!("{other}/nocors.gguf"), "cross-origin requests (CORS".to_string()),
+        (format!("{other}/big.gguf"), tokscope_core::limits::check_wasm_model_size(5_000_000_000).unwrap_err()),
+        (format!("{other}/cut.gguf"), "Load it again to restart the download".to_string()),
+        ("javascript:alert(1)".to_string(), "only http(s) addresses can be loaded".to_string()),
+    ] {
+        b.set("model-url", &address).await;
+        b.eval("document.querySelector('[data-testid=model-url]').form.requestSubmit(); return null;")
+            .await;
+        b.wait_for(&format!("{} && {}", error_mentions(&address), error_mentions(&says)), WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("{address}: {e}"));
+        kept(&address).await;
+    }
+    assert!(b.text("status").await.contains("only http(s) addresses"), "the status says the latest error");
+    assert_eq!(b.text("backend").await, "no model", "the failed loads left no model");
+    b.screenshot(&screenshot_path("bad-input-error.png")).await.unwrap();
+
+    // The worker lived through all of it: a good model loads and generates.
+    let good = dir.join("good.gguf");
+    std::fs::write(&good, TinyLlama::default().build()).unwrap();
+    input.send_keys(good.to_str().unwrap()).await.unwrap();
+    b.wait_for(READY, WAIT).await.unwrap();
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;").await;
+    b.wait_for(DONE, WAIT).await.unwrap();
+    assert_eq!(b.value("prompt").await, PROMPT);
+    // A page error would be a crash or a policy violation; the messages above are not errors.
+    let errors: Vec<String> = b.page_errors().await;
+    assert!(errors.iter().all(|e| !e.contains("panicked") && !e.contains("CSP")), "{errors:?}");
+    b.close().await;
+}
