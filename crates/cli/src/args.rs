@@ -33,6 +33,9 @@ pub enum Command {
     Agent(AgentArgs),
     /// Split a text into the model's tokens (ids and pieces), as generate would feed it.
     Tokenize(TokenizeArgs),
+    /// Decode to the context limit (or --tokens) and report memory as it goes: resident memory
+    /// and GPU buffers must stay flat after warm-up.
+    Soak(SoakArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -84,6 +87,24 @@ pub enum Sweep {
 #[derive(clap::Args)]
 pub struct InspectArgs {
     pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct SoakArgs {
+    #[arg(long)]
+    pub model: PathBuf,
+    #[arg(long, default_value = "The history of the printing press")]
+    pub prompt: String,
+    /// Tokens to decode (EOS ignored); fewer when the model's context fills first.
+    #[arg(long, default_value_t = 4096)]
+    pub tokens: usize,
+    /// A memory sample every this many tokens; the first is the warm-up point.
+    #[arg(long, default_value_t = 256)]
+    pub every: usize,
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    pub backend: Backend,
     #[arg(long)]
     pub json: bool,
 }

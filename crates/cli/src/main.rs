@@ -9,6 +9,7 @@ mod inspect;
 mod model_file;
 mod probe;
 mod roofline;
+mod soak;
 mod sweep;
 mod tokenize;
 
@@ -80,6 +81,7 @@ fn run(cli: args::Cli) -> CliResult {
         args::Command::Bench(a) => bench::run(a),
         args::Command::Probe(a) => probe::run(a),
         args::Command::Tokenize(a) => tokenize::run(a),
+        args::Command::Soak(a) => soak::run(a),
         args::Command::Roofline(a) => roofline::run(a),
         args::Command::Agent(a) => agent::run(a),
     }

@@ -614,3 +614,45 @@ fn bench_batch_on_the_gpu_engine() {
     );
     assert!(user > 0.0 && (all - 8.0 * user).abs() < 1e-6 * all, "{row}");
 }
+
+/// A decode to the context limit allocates nothing per token: resident memory grows only by
+/// the KV cache's own pages, and the GPU engine creates no buffer after load.
+#[test]
+fn soak_to_the_context_limit_keeps_memory_flat() {
+    let m = tiny();
+    for backend in ["cpu", "gpu"] {
+        let out = tokscope(&[
+            "soak",
+            "--model",
+            s(&m),
+            "--tokens",
+            "1000",
+            "--every",
+            "32",
+            "--backend",
+            backend,
+            "--json",
+        ]);
+        if backend == "gpu" && !gpu_ran(&out) {
+            continue;
+        }
+        let v = json(&out);
+        assert_eq!(v["stopped_by_context"], true, "{v}");
+        // Every slot of the context (256) holds a prompt token or a fed-back one; the last
+        // token decoded needs none.
+        let used = v["tokens"].as_u64().unwrap() - 1 + v["prompt_tokens"].as_u64().unwrap();
+        assert_eq!(used, 256, "decoded up to the tiny model's context: {v}");
+        let beyond = v["rss_growth_beyond_kv_bytes"].as_i64().unwrap();
+        assert!(
+            beyond.abs() < 4 << 20,
+            "resident memory grew {beyond} bytes beyond the KV cache: {v}"
+        );
+        if backend == "gpu" {
+            assert_eq!(v["gpu_buffers_growth"], 0, "{v}");
+        }
+    }
+    assert_clean_error(
+        &tokscope(&["soak", "--model", s(&m), "--tokens", "10", "--every", "8"]),
+        "twice --every",
+    );
+}

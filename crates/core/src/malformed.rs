@@ -25,7 +25,11 @@ pub fn malformed_models() -> Vec<Malformed> {
     };
     let set = |key: &'static str, value: Value| {
         edited(&move |w| {
-            let entry = w.metadata.iter_mut().find(|(k, _)| k == key).expect("the tiny model has the key");
+            let entry = w
+                .metadata
+                .iter_mut()
+                .find(|(k, _)| k == key)
+                .expect("the tiny model has the key");
             entry.1 = value.clone();
         })
     };
@@ -56,7 +60,11 @@ pub fn malformed_models() -> Vec<Malformed> {
         Malformed {
             file: "iq4_nl.gguf",
             bytes: edited(&|w| {
-                let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.attn_v.weight").expect("attn_v");
+                let t = w
+                    .tensors
+                    .iter_mut()
+                    .find(|t| t.name == "blk.0.attn_v.weight")
+                    .expect("attn_v");
                 t.ty = GgmlType::IQ4_NL;
                 t.data = vec![0; 32 * 2 * 18];
             }),
@@ -66,7 +74,11 @@ pub fn malformed_models() -> Vec<Malformed> {
             file: "wrong-shape.gguf",
             // Same element count, other shape: only the model's own description catches it.
             bytes: edited(&|w| {
-                let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.attn_q.weight").expect("attn_q");
+                let t = w
+                    .tensors
+                    .iter_mut()
+                    .find(|t| t.name == "blk.0.attn_q.weight")
+                    .expect("attn_q");
                 t.dims = vec![t.dims[0] / 2, t.dims[1] * 2];
             }),
             says: "\"blk.0.attn_q.weight\" has shape [32, 128], expected [64, 64]",

@@ -45,6 +45,30 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub features: wgpu::Features,
+    /// Every buffer made through [`GpuContext::create_buffer`] and its `_init` twin.
+    pub created: BufferTally,
+}
+
+/// Buffers created on a device, counted as they are made: the soak measurements read it to
+/// show that decoding allocates no GPU memory after warm-up (every buffer is made at load).
+#[derive(Debug, Default)]
+pub struct BufferTally {
+    count: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl BufferTally {
+    fn add(&self, bytes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.count.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes, Relaxed);
+    }
+
+    /// (buffers, bytes) created so far.
+    pub fn get(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.count.load(Relaxed), self.bytes.load(Relaxed))
+    }
 }
 
 /// Used when the adapter has them; nothing depends on any of them.
@@ -87,6 +111,7 @@ impl GpuContext {
             info: adapter.get_info(),
             limits,
             features,
+            created: BufferTally::default(),
         })
     }
 
@@ -161,6 +186,19 @@ impl GpuContext {
             },
             cache: None,
         })
+    }
+
+    /// A buffer, counted in [`GpuContext::created`].
+    pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor) -> wgpu::Buffer {
+        self.created.add(desc.size);
+        self.device.create_buffer(desc)
+    }
+
+    /// A buffer holding `desc.contents`, counted in [`GpuContext::created`].
+    pub fn create_buffer_init(&self, desc: &wgpu::util::BufferInitDescriptor) -> wgpu::Buffer {
+        use wgpu::util::DeviceExt;
+        self.created.add(desc.contents.len() as u64);
+        self.device.create_buffer_init(desc)
     }
 
     /// Fails with a message naming the tensor when `size` cannot be one storage binding.

@@ -28,7 +28,6 @@ use tokscope_core::cpu::EngineError;
 use tokscope_core::cpu::ops::rope_table;
 use tokscope_core::model::{Family, Model, Weight};
 use tokscope_core::quant::GgmlType;
-use wgpu::util::DeviceExt;
 
 pub const OPS_SHADER: &str = include_str!("ops.wgsl");
 /// The most candidates the top-k kernel returns; samplers wanting more read every logit.
@@ -212,7 +211,7 @@ fn max_splits(device_type: wgpu::DeviceType, capacity: usize, per_share: usize) 
 }
 
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+    ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: (floats.max(4) * 4) as u64,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
@@ -326,7 +325,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let rope = storage(&ctx, "rope cos/sin", inv_freqs.len() * n * c.head_dim);
         let qkv = storage(&ctx, "qkv", if fused_rope { 1 } else { n * (qd + 2 * kvd) });
         let proj = storage(&ctx, "projection", if norm_add.is_some() { n * d } else { 1 });
-        let step = dev.create_buffer(&wgpu::BufferDescriptor {
+        let step = ctx.create_buffer(&wgpu::BufferDescriptor {
             label: Some("step"),
             size: std::mem::size_of::<Step>() as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
@@ -371,14 +370,14 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 rope_at: (layer.map_or(0, |li| layer_table[li]) * n * c.head_dim) as u32,
                 _pad: [0; 3],
             };
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("shape"),
                 contents: bytemuck::bytes_of(&s),
                 usage: wgpu::BufferUsages::UNIFORM,
             })
         };
         let table = |data: &[f32]| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("norm weight"),
                 contents: bytemuck::cast_slice(data),
                 usage: wgpu::BufferUsages::STORAGE,
@@ -908,7 +907,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 ty: wgpu::QueryType::Timestamp,
                 count: (2 * n) as u32,
             });
-            let resolve = dev.create_buffer(&wgpu::BufferDescriptor {
+            let resolve = self.ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("profile resolve"),
                 size: (16 * n) as u64,
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,

@@ -8,7 +8,6 @@ use crate::repack::Packed;
 use crate::{GpuContext, GpuError};
 use std::collections::HashMap;
 use tokscope_core::quant::GgmlType;
-use wgpu::util::DeviceExt;
 
 pub const SHADER: &str = include_str!("matvec.wgsl");
 
@@ -188,7 +187,7 @@ impl GpuMatrix {
             padded.resize(padded.len().next_multiple_of(4), 0);
             padded.into()
         };
-        let weights = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        let weights = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(name),
             contents: bytemuck::cast_slice(&words),
             usage: wgpu::BufferUsages::STORAGE,
@@ -463,7 +462,7 @@ impl MatvecKernels {
             immediate_size: 0,
         });
         let unused = std::array::from_fn(|_| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("unused binding"),
                 size: 16,
                 usage: wgpu::BufferUsages::STORAGE,
@@ -558,7 +557,7 @@ impl MatvecKernels {
             qh_at: m.qh_at as u32,
             _pad: [0; 3],
         };
-        let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        let params = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("matvec params"),
             contents: bytemuck::bytes_of(&params),
             usage: wgpu::BufferUsages::UNIFORM,

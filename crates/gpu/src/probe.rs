@@ -59,13 +59,13 @@ pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> 
     let entry = if cpu { "stream_runs" } else { "stream_read" };
     let (stream, tiny) = (ctx.pipeline(&module, entry), ctx.pipeline(&module, "tiny"));
     let bytes = probe_bytes(ctx);
-    let src = dev.create_buffer(&wgpu::BufferDescriptor {
+    let src = ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some("probe source"),
         size: bytes,
         usage: wgpu::BufferUsages::STORAGE,
         mapped_at_creation: false,
     });
-    let sink = dev.create_buffer(&wgpu::BufferDescriptor {
+    let sink = ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some("probe sink"),
         size: 1024,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,

@@ -130,6 +130,15 @@ impl<B: AsRef<[u8]>> Runner<B> {
         }
     }
 
+    /// (buffers, bytes) created on the GPU device so far; `None` on the CPU engine. Decoding
+    /// creates none: every buffer is made at load, and the soak measurements check it.
+    pub fn gpu_buffers(&self) -> Option<(u64, u64)> {
+        match self {
+            Runner::Cpu { .. } => None,
+            Runner::Gpu(e) => Some(e.ctx.created.get()),
+        }
+    }
+
     /// The capacity, once the context is full.
     pub fn full(&self) -> Option<usize> {
         let (pos, cap) = self.fill();

@@ -65,14 +65,19 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
     let url = "index.html?backend=cpu&model=synthetic:tiny:Q4_0&prompt=keep%20me&max_tokens=4&temperature=0";
     b.client.goto(&server.url(url)).await.unwrap();
     b.wait_for(READY, WAIT).await.unwrap();
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;").await;
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
+        .await;
     b.wait_for(DONE, WAIT).await.unwrap();
     let output = b.text("output").await;
     assert!(!output.is_empty());
 
     let kept = async |what: &str| {
         assert_eq!(b.value("prompt").await, PROMPT, "after {what}: the prompt");
-        assert_eq!(b.text("output").await, output, "after {what}: the text generated before");
+        assert_eq!(
+            b.text("output").await,
+            output,
+            "after {what}: the text generated before"
+        );
     };
     let input = b
         .client
@@ -85,26 +90,51 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
         input.send_keys(path.to_str().unwrap()).await.unwrap();
         b.wait_for(&error_mentions(m.file), WAIT).await.unwrap();
         let shown = b.text("error").await;
-        assert!(shown.starts_with(m.file) && shown.contains(m.says), "{}: {shown:?}", m.file);
+        assert!(
+            shown.starts_with(m.file) && shown.contains(m.says),
+            "{}: {shown:?}",
+            m.file
+        );
         kept(m.file).await;
     }
 
     for (address, says) in [
-        (server.url("models/missing.gguf"), "the server answered HTTP 404".to_string()),
-        (format!("{other}/nocors.gguf"), "cross-origin requests (CORS".to_string()),
-        (format!("{other}/big.gguf"), tokscope_core::limits::check_wasm_model_size(5_000_000_000).unwrap_err()),
-        (format!("{other}/cut.gguf"), "Load it again to restart the download".to_string()),
-        ("javascript:alert(1)".to_string(), "only http(s) addresses can be loaded".to_string()),
+        (
+            server.url("models/missing.gguf"),
+            "the server answered HTTP 404".to_string(),
+        ),
+        (
+            format!("{other}/nocors.gguf"),
+            "cross-origin requests (CORS".to_string(),
+        ),
+        (
+            format!("{other}/big.gguf"),
+            tokscope_core::limits::check_wasm_model_size(5_000_000_000).unwrap_err(),
+        ),
+        (
+            format!("{other}/cut.gguf"),
+            "Load it again to restart the download".to_string(),
+        ),
+        (
+            "javascript:alert(1)".to_string(),
+            "only http(s) addresses can be loaded".to_string(),
+        ),
     ] {
         b.set("model-url", &address).await;
         b.eval("document.querySelector('[data-testid=model-url]').form.requestSubmit(); return null;")
             .await;
-        b.wait_for(&format!("{} && {}", error_mentions(&address), error_mentions(&says)), WAIT)
-            .await
-            .unwrap_or_else(|e| panic!("{address}: {e}"));
+        b.wait_for(
+            &format!("{} && {}", error_mentions(&address), error_mentions(&says)),
+            WAIT,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{address}: {e}"));
         kept(&address).await;
     }
-    assert!(b.text("status").await.contains("only http(s) addresses"), "the status says the latest error");
+    assert!(
+        b.text("status").await.contains("only http(s) addresses"),
+        "the status says the latest error"
+    );
     assert_eq!(b.text("backend").await, "no model", "the failed loads left no model");
     b.screenshot(&screenshot_path("bad-input-error.png")).await.unwrap();
 
@@ -113,11 +143,15 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
     std::fs::write(&good, TinyLlama::default().build()).unwrap();
     input.send_keys(good.to_str().unwrap()).await.unwrap();
     b.wait_for(READY, WAIT).await.unwrap();
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;").await;
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
+        .await;
     b.wait_for(DONE, WAIT).await.unwrap();
     assert_eq!(b.value("prompt").await, PROMPT);
     // A page error would be a crash or a policy violation; the messages above are not errors.
     let errors: Vec<String> = b.page_errors().await;
-    assert!(errors.iter().all(|e| !e.contains("panicked") && !e.contains("CSP")), "{errors:?}");
+    assert!(
+        errors.iter().all(|e| !e.contains("panicked") && !e.contains("CSP")),
+        "{errors:?}"
+    );
     b.close().await;
 }
