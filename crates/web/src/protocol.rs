@@ -256,9 +256,20 @@ pub enum FromWorker {
         aggregate_tok_s: f64,
     },
     BatchDone,
+    /// The worker's memory after a load or a run: its WebAssembly memory (which only grows:
+    /// flat across runs and reloads means nothing leaks) and the GPU buffers it has created.
+    Memory(MemoryReport),
     Error {
         message: String,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    pub wasm_bytes: u64,
+    /// Buffers ever created on this worker's GPU device, and their bytes (none on the CPU engine).
+    pub gpu_buffers: Option<u64>,
+    pub gpu_buffer_bytes: Option<u64>,
 }
 
 impl ToWorker {

@@ -22,6 +22,9 @@ const BASE_ARGS: &[&str] = &[
     "--disable-component-update",
     "--disable-sync",
     "--disable-quic",
+    // window.gc() and unrounded performance.memory, for the soak test's heap figures.
+    "--js-flags=--expose-gc",
+    "--enable-precise-memory-info",
 ];
 const WEBGPU_ARGS: &[&str] = &[
     "--enable-unsafe-webgpu",

@@ -4,7 +4,7 @@
 use super::link::{phase_name, send};
 use super::load;
 use super::state::{Loading, State};
-use crate::protocol::{ModelSource, SYNTHETIC_CHOICES, ToWorker};
+use crate::protocol::{MemoryReport, ModelSource, SYNTHETIC_CHOICES, ToWorker};
 use leptos::prelude::*;
 use tokscope_core::meter::transfer;
 use tokscope_core::shaped::ShapeSpec;
@@ -62,6 +62,7 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                     <dt>"File"</dt><dd>{format!("{:.1} MB", m.file_bytes as f64 / 1e6)}</dd>
                     <dt>"Read per token"</dt><dd>{format!("{:.1} MB", m.bytes_per_token as f64 / 1e6)}</dd>
                     <dt>"Context"</dt><dd>{m.context}" tokens, "{m.layers}" layers"</dd>
+                    <dt>"Memory"</dt><dd data-testid="memory" data-wasm-bytes=move || state.memory.get().map(|m| m.wasm_bytes.to_string())>{move || state.memory.get().map(memory_text)}</dd>
                 </dl>
             })}
             <Show when=move || state.loading.get().is_some()>
@@ -143,5 +144,14 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                 on:click=move |_| send(&ToWorker::LoseDevice, None)
                 title="destroys the GPU device to show that the engine recovers">"Simulate a lost GPU device"</button>
         </section>
+    }
+}
+
+/// The worker's memory as a reader sees it: "WebAssembly 245.4 MB, GPU buffers 109.8 MB".
+fn memory_text(m: MemoryReport) -> String {
+    let wasm = format!("WebAssembly {}", tokscope_core::human::bytes(m.wasm_bytes as f64));
+    match m.gpu_buffer_bytes {
+        Some(b) => format!("{wasm}, GPU buffers {}", tokscope_core::human::bytes(b as f64)),
+        None => wasm,
     }
 }

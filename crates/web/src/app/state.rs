@@ -2,7 +2,9 @@
 
 use super::speed_panel::Stage;
 use crate::params::{AgentSettings, RooflineSettings, RunSettings};
-use crate::protocol::{BackendChoice, CachedModel, FromWorker, ModelInfo, Phase, ProbeReport, StopReason, ToWorker};
+use crate::protocol::{
+    BackendChoice, CachedModel, FromWorker, MemoryReport, ModelInfo, Phase, ProbeReport, StopReason, ToWorker,
+};
 use leptos::prelude::*;
 use tokscope_core::meter::DecodeMeter;
 
@@ -34,6 +36,8 @@ pub struct State {
     pub meter: RwSignal<DecodeMeter>,
     pub cache: RwSignal<Vec<CachedModel>>,
     pub cache_note: RwSignal<Option<String>>,
+    /// The worker's memory after its last load or run.
+    pub memory: RwSignal<Option<MemoryReport>>,
     /// The worker is up and listening.
     pub alive: RwSignal<bool>,
     /// Load phases reported so far, space-separated (for tests and curious readers).
@@ -92,6 +96,7 @@ impl State {
             meter: RwSignal::new(DecodeMeter::new()),
             cache: RwSignal::new(vec![]),
             cache_note: RwSignal::new(None),
+            memory: RwSignal::new(None),
             alive: RwSignal::new(false),
             phases_seen: RwSignal::new(String::new()),
         }
@@ -224,6 +229,7 @@ impl State {
             } => self
                 .batch
                 .update(|b| b.points.push((batch, per_user_tok_s, aggregate_tok_s))),
+            FromWorker::Memory(m) => self.memory.set(Some(m)),
             FromWorker::BatchDone => {
                 self.batch.update(|b| b.running = false);
                 self.status.set("Batch dial: done.".into());

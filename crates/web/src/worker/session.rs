@@ -7,8 +7,8 @@ use super::cache;
 use super::fetch::{self, Progress};
 use super::js::{describe, now_s, post, yield_now};
 use crate::protocol::{
-    BackendChoice, BackendInfo, FromWorker, GenerateRequest, ModelInfo, ModelSource, Phase, ProbeReport, StopReason,
-    ToWorker,
+    BackendChoice, BackendInfo, FromWorker, GenerateRequest, MemoryReport, ModelInfo, ModelSource, Phase, ProbeReport,
+    StopReason, ToWorker,
 };
 use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
@@ -24,6 +24,7 @@ use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::batch::Batch;
 use tokscope_gpu::runner::Runner;
+use wasm_bindgen::JsCast;
 
 /// The context the page's engine reserves: the default model allows 8,192 tokens, whose f32
 /// KV cache (377 MB) is more than a browser tab should take for a playground.
@@ -133,6 +134,7 @@ impl Worker {
             backend,
         };
         post(&FromWorker::Ready(info.clone()));
+        post_memory(&runner);
         self.loaded = Some(Loaded {
             model,
             original: None,
@@ -441,8 +443,24 @@ impl Worker {
             seconds = Some(now_s() - t);
         };
         post(&FromWorker::Done { generated, reason });
+        post_memory(&loaded.runner);
         Ok(())
     }
+}
+
+/// Posts the worker's memory: its wasm memory's size and the GPU buffers `runner` made.
+fn post_memory<B: AsRef<[u8]>>(runner: &Runner<B>) {
+    let wasm_bytes = wasm_bindgen::memory()
+        .unchecked_into::<js_sys::WebAssembly::Memory>()
+        .buffer()
+        .unchecked_into::<js_sys::ArrayBuffer>()
+        .byte_length() as u64;
+    let gpu = runner.gpu_buffers();
+    post(&FromWorker::Memory(MemoryReport {
+        wasm_bytes,
+        gpu_buffers: gpu.map(|g| g.0),
+        gpu_buffer_bytes: gpu.map(|g| g.1),
+    }));
 }
 
 /// The model at `url`: from the cache when a complete copy is there, else downloaded (and

@@ -1,0 +1,105 @@
+//! The page over a long session (issue #22): the default model decodes to the page's context
+//! limit, then is loaded and run 20 more times, and neither the worker's WebAssembly memory nor
+//! the page's JavaScript heap grows after warm-up. Figures are printed (run with --nocapture).
+
+use std::time::Duration;
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::server;
+use tokscope_e2e::site::dist;
+
+const WAIT: Duration = Duration::from_secs(600);
+const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
+const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+const CYCLES: usize = 20;
+
+/// The worker's last memory report (wasm bytes) and the page's JS heap after a full GC.
+async fn memory(b: &Browser) -> (u64, u64) {
+    let wasm = b
+        .eval("return Number((document.querySelector('[data-testid=memory]')?.dataset.wasmBytes) || 0);")
+        .await
+        .as_u64()
+        .unwrap_or(0);
+    let heap = b
+        .eval(
+            "gc(); return new Promise((r) => setTimeout(() => { gc(); r(performance.memory.usedJSHeapSize); }, 100));",
+        )
+        .await
+        .as_u64()
+        .unwrap_or(0);
+    (wasm, heap)
+}
+
+async fn generate(b: &Browser) {
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
+        .await;
+    b.wait_for(DONE, WAIT).await.unwrap();
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+#[tokio::test]
+async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
+    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let b = Browser::launch(false, 1280, 900).await.unwrap();
+    let url = "index.html?backend=cpu&prompt=Once%20upon%20a%20time&max_tokens=64&temperature=0&autorun=1";
+    b.client.goto(&server.url(url)).await.unwrap();
+    b.wait_for(DONE, WAIT).await.unwrap();
+    let warm = memory(&b).await;
+    assert!(warm.0 > 100_000_000, "the worker holds the model: {warm:?}");
+
+    // To the context limit: the status says why it stopped.
+    b.set("max_tokens", "8192").await;
+    generate(&b).await;
+    let status = b.text("status").await;
+    assert!(status.contains("the context is full"), "{status}");
+    let generated: u64 = status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let long = memory(&b).await;
+
+    b.set("max_tokens", "8").await;
+    let mut after_first = (0, 0);
+    for cycle in 1..=CYCLES {
+        b.eval("document.querySelector('[data-testid=model-shipped]').form.requestSubmit(); return null;")
+            .await;
+        b.wait_for(&format!("!({READY})"), WAIT).await.ok();
+        b.wait_for(READY, WAIT).await.unwrap();
+        generate(&b).await;
+        if cycle == 1 {
+            after_first = memory(&b).await;
+        }
+    }
+    let end = memory(&b).await;
+    println!(
+        "page soak: wasm memory {:.1} MB after warm-up, {:.1} MB after {generated} tokens (the context is full), \
+         {:.1} MB after reload 1, {:.1} MB after reload {CYCLES}",
+        mb(warm.0),
+        mb(long.0),
+        mb(after_first.0),
+        mb(end.0)
+    );
+    println!(
+        "page soak: JS heap {:.2} MB after warm-up, {:.2} MB after the long run, {:.2} MB after reload 1, {:.2} MB after reload {CYCLES}",
+        mb(warm.1),
+        mb(long.1),
+        mb(after_first.1),
+        mb(end.1)
+    );
+    assert_eq!(long.0, warm.0, "a long run grew the wasm memory");
+    assert_eq!(end.0, after_first.0, "reloads grew the wasm memory");
+    assert!(
+        end.1 < after_first.1 + 1_000_000,
+        "reloads grew the JS heap by {} bytes",
+        end.1 as i64 - after_first.1 as i64
+    );
+    assert!(
+        long.1 < warm.1 + 1_000_000,
+        "the long run grew the JS heap by {} bytes",
+        long.1 as i64 - warm.1 as i64
+    );
+    b.close().await;
+}
