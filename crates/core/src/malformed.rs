@@ -89,6 +89,12 @@ pub fn malformed_models() -> Vec<Malformed> {
             says: "bad hyperparameter llama.attention.head_count",
         },
         Malformed {
+            file: "block-count-millions.gguf",
+            // Found by the fuzzer: the layer list was sized from this before any was read.
+            bytes: set("llama.block_count", Value::U32(1 << 24)),
+            says: "missing required tensor \"blk.2.attn_norm.weight\"",
+        },
+        Malformed {
             file: "token-types.gguf",
             bytes: set(
                 "tokenizer.ggml.token_type",

@@ -108,7 +108,9 @@ impl ModelDesc {
         let (d, q, kv, ffn) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
         let f = c.family;
         let token_embd = matrix(g, "token_embd.weight", c.vocab_size, d)?;
-        let mut layers = Vec::with_capacity(c.n_layers);
+        // Not `with_capacity(n_layers)`: a file may claim millions of layers (block_count is
+        // only bounded by 2^24) and hold none; the loop below stops at the first missing one.
+        let mut layers = Vec::with_capacity(c.n_layers.min(g.tensors().len()));
         for i in 0..c.n_layers {
             let name = |part: &str| format!("blk.{i}.{part}.weight");
             let bias = |part: &str| format!("blk.{i}.{part}.bias");
