@@ -1,6 +1,8 @@
 //! The page over a long session (issue #22): the default model decodes to the page's context
 //! limit, then is loaded and run 20 more times, and neither the worker's WebAssembly memory nor
 //! the page's JavaScript heap grows after warm-up. Figures are printed (run with --nocapture).
+//! The same session then stops a run during its prefill, and loads a model while a long run
+//! decodes: each ends the run promptly and keeps its text.
 
 use std::time::Duration;
 use tokscope_e2e::browser::Browser;
@@ -66,7 +68,7 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
     for cycle in 1..=CYCLES {
         b.eval("document.querySelector('[data-testid=model-shipped]').form.requestSubmit(); return null;")
             .await;
-        b.wait_for(&format!("!({READY})"), WAIT).await.ok();
+        b.wait_for(&format!("!({READY})"), Duration::from_secs(5)).await.ok();
         b.wait_for(READY, WAIT).await.unwrap();
         generate(&b).await;
         if cycle == 1 {
@@ -101,5 +103,50 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
         "the long run grew the JS heap by {} bytes",
         long.1 as i64 - warm.1 as i64
     );
+
+    // Stop during prefill: the run ends as soon as the prompt is read, with its reason.
+    b.set("prompt", &"the history of the printing press ".repeat(120)).await;
+    b.set("max_tokens", "64").await;
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
+        .await;
+    b.wait_for(
+        "document.querySelector('[data-testid=status]').textContent.startsWith('Prefilling')",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    b.eval("document.querySelector('[data-testid=stop]').click(); return null;")
+        .await;
+    b.wait_for(DONE, WAIT).await.unwrap();
+    let status = b.text("status").await;
+    assert!(status.ends_with("tokens (stopped)."), "{status}");
+    let stopped_after: u64 = status.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap();
+    assert!(stopped_after <= 2, "{status}");
+
+    // A load while a long run decodes stops the run rather than waiting for it to finish;
+    // the text generated so far stays on the page.
+    b.set("prompt", "Once upon a time").await;
+    b.set("max_tokens", "8192").await;
+    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
+        .await;
+    b.wait_for(
+        "document.querySelector('[data-testid=output]').textContent.length > 40",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let asked = std::time::Instant::now();
+    b.eval("document.querySelector('[data-testid=model-shipped]').form.requestSubmit(); return null;")
+        .await;
+    b.wait_for(&format!("!({READY})"), Duration::from_secs(5)).await.ok();
+    b.wait_for(READY, WAIT).await.unwrap();
+    let waited = asked.elapsed();
+    println!("page: a load during a 2,000-token run was ready after {waited:?}");
+    assert!(
+        waited < Duration::from_secs(30),
+        "the load waited for the run: {waited:?}"
+    );
+    assert!(b.text("output").await.len() > 40, "the run's text stayed");
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }

@@ -83,6 +83,11 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
         state.error.set(Some(message));
         return;
     }
+    // A run in progress ends first (at its next token) rather than holding the load back
+    // until it finishes; its text so far stays on the page.
+    if state.running.get_untracked() {
+        link::send(&ToWorker::Stop, None);
+    }
     state.model.set(None);
     state.error.set(None);
     // Links made from here on load the same model (a picked file has no name to share).

@@ -200,6 +200,8 @@ impl Worker {
         let mut progress = Progress::new(Phase::Upload, Some(total));
         // WebGPU reports shader and pipeline errors asynchronously: catch them here, or the
         // engine would run and read back zeros.
+        // Out of GPU memory is reported the same way: the page then runs the CPU engine.
+        let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let runner = Runner::gpu(ctx.clone(), model.clone(), context, |done, _| {
             progress.report(done, false)
@@ -207,6 +209,9 @@ impl Worker {
         .map_err(|e| format!("the model does not fit this GPU: {e}"))?;
         if let Some(e) = scope.pop().await {
             return Err(format!("this GPU rejected the engine: {e}"));
+        }
+        if let Some(e) = out_of_memory.pop().await {
+            return Err(format!("the GPU ran out of memory for this model: {e}"));
         }
         progress.report(total, true);
         let name = ctx.summary().name;
