@@ -88,6 +88,15 @@ impl Browser {
         })
     }
 
+    /// Sends a Chrome DevTools Protocol command through chromedriver (`goog/cdp/execute`),
+    /// e.g. `Storage.overrideQuotaForOrigin` to make the storage quota tiny.
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Result<Value, String> {
+        self.client
+            .issue_cmd(Cdp(json!({ "cmd": cmd, "params": params })))
+            .await
+            .map_err(|e| format!("{cmd}: {e}"))
+    }
+
     /// Runs `script` (a function body that `return`s) in the page.
     pub async fn eval(&self, script: &str) -> Value {
         self.client.execute(script, vec![]).await.unwrap_or(Value::Null)
@@ -158,5 +167,19 @@ impl Browser {
 
     pub async fn close(self) {
         let _ = self.client.close().await;
+    }
+}
+
+/// chromedriver's DevTools pass-through: POST /session/{id}/goog/cdp/execute.
+#[derive(Debug)]
+struct Cdp(Value);
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(&self, base: &url::Url, session: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/goog/cdp/execute", session.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(self.0.to_string()))
     }
 }

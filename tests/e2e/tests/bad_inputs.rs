@@ -18,6 +18,9 @@ const READY: &str = "document.querySelector('[data-testid=status]').textContent.
 const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
 const PROMPT: &str = "keep me";
 
+/// One browser at a time: the machines running this have two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A server on another origin that misbehaves by path: `/big.gguf` claims 5 GB, `/cut.gguf`
 /// promises 100,000 bytes and closes after 1,000, `/nocors.gguf` omits the CORS header.
 fn misbehaving_server() -> String {
@@ -57,6 +60,7 @@ fn error_mentions(text: &str) -> String {
 
 #[tokio::test]
 async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let dir = root().join("target/e2e/bad-inputs");
     std::fs::create_dir_all(&dir).unwrap();
     let other = misbehaving_server();
@@ -153,5 +157,31 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
         errors.iter().all(|e| !e.contains("panicked") && !e.contains("CSP")),
         "{errors:?}"
     );
+    b.close().await;
+}
+
+/// A storage quota too small for the model (set through DevTools): the model loads and runs
+/// all the same, and the reader is told it was not cached.
+#[tokio::test]
+async fn a_full_storage_quota_still_runs_the_model_and_says_so() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let b = Browser::launch(false, 1280, 900).await.unwrap();
+    let origin = server.url("").trim_end_matches('/').to_string();
+    let url = "index.html?backend=cpu&prompt=Hello&max_tokens=4&temperature=0&autorun=1";
+    // The override applies to an origin the browser has opened.
+    b.client.goto(&server.url("embed-example.html")).await.unwrap();
+    b.cdp(
+        "Storage.overrideQuotaForOrigin",
+        serde_json::json!({ "origin": origin, "quotaSize": 1_000_000 }),
+    )
+    .await
+    .unwrap();
+    b.client.goto(&server.url(url)).await.unwrap();
+    b.wait_for(DONE, WAIT).await.unwrap();
+    assert!(!b.text("output").await.is_empty());
+    let note = b.text("cache-warning").await;
+    assert!(note.contains("not cached"), "the reader is told: {note:?}");
+    println!("quota full: {note}");
     b.close().await;
 }

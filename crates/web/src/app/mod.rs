@@ -90,6 +90,7 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     }
     state.model.set(None);
     state.error.set(None);
+    state.cache_warning.set(None);
     // Links made from here on load the same model (a picked file has no name to share).
     if let Some(m) = source.setting() {
         state.settings.update(|s| s.model = (m != DEFAULT_MODEL).then_some(m));

@@ -65,6 +65,9 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                     <dt>"Memory"</dt><dd data-testid="memory" data-wasm-bytes=move || state.memory.get().map(|m| m.wasm_bytes.to_string())>{move || state.memory.get().map(memory_text)}</dd>
                 </dl>
             })}
+            {move || state.cache_warning.get().map(|w| view! {
+                <p class="notice" role="status" data-testid="cache-warning">{w}" — the model runs, but it will be downloaded again next time."</p>
+            })}
             <Show when=move || state.loading.get().is_some()>
                 <div class="progress" data-testid="progress">
                     <progress max="1" value=move || fraction().map(|f| f.to_string())></progress>
@@ -138,7 +141,7 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                         </li>
                     </For>
                 </ul>
-                <p class="caption">{move || state.cache_note.get()}</p>
+                <p class="caption" data-testid="cache-note">{move || state.cache_note.get()}</p>
             </details>
             <button type="button" class="quiet" disabled=move || !state.model.get().is_some_and(|m| m.backend.gpu)
                 on:click=move |_| send(&ToWorker::LoseDevice, None)

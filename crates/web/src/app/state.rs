@@ -36,6 +36,9 @@ pub struct State {
     pub meter: RwSignal<DecodeMeter>,
     pub cache: RwSignal<Vec<CachedModel>>,
     pub cache_note: RwSignal<Option<String>>,
+    /// Why the last model was not cached (quota full, no Cache API): shown beside the model,
+    /// not in the cache list's own note, which the next listing replaces.
+    pub cache_warning: RwSignal<Option<String>>,
     /// The worker's memory after its last load or run.
     pub memory: RwSignal<Option<MemoryReport>>,
     /// The worker is up and listening.
@@ -97,6 +100,7 @@ impl State {
             cache: RwSignal::new(vec![]),
             cache_note: RwSignal::new(None),
             memory: RwSignal::new(None),
+            cache_warning: RwSignal::new(None),
             alive: RwSignal::new(false),
             phases_seen: RwSignal::new(String::new()),
         }
@@ -200,7 +204,7 @@ impl State {
                 self.cache.set(entries);
                 self.cache_note.set(note);
             }
-            FromWorker::CacheNote(note) => self.cache_note.set(Some(note)),
+            FromWorker::CacheNote(note) => self.cache_warning.set(Some(note)),
             FromWorker::DeviceLost { message } => {
                 self.running.set(false);
                 self.notice.set(Some(format!(
