@@ -40,10 +40,12 @@ command -v node >/dev/null || apt_install nodejs
 command -v chromium >/dev/null || apt_install chromium
 command -v chromedriver >/dev/null || apt_install chromium-driver
 
-# The fuzz targets (fuzz/): libFuzzer through cargo-fuzz, on the nightly pinned in
-# fuzz/rust-toolchain.toml (sanitizers need it; the product builds on stable).
-nightly=$(sed -n 's/^channel = "\(.*\)"/\1/p' fuzz/rust-toolchain.toml)
-rustup toolchain list | grep -q "^$nightly" || rustup toolchain install "$nightly" --profile minimal
-cargo fuzz --version 2>/dev/null | grep -q " 0.13.2$" || cargo install -q cargo-fuzz --locked --version 0.13.2
+# With --fuzz (scripts/test.sh): the fuzz targets' tools, libFuzzer through cargo-fuzz on the
+# nightly pinned in fuzz/rust-toolchain.toml (sanitizers need it; the product builds on stable).
+if [ "${1:-}" = "--fuzz" ]; then
+  nightly=$(sed -n 's/^channel = "\(.*\)"/\1/p' fuzz/rust-toolchain.toml)
+  rustup toolchain list | grep -q "^$nightly" || rustup toolchain install "$nightly" --profile minimal
+  cargo fuzz --version 2>/dev/null | grep -q " 0.13.2$" || cargo install -q cargo-fuzz --locked --version 0.13.2
+fi
 
 cargo xtask fetch-model --all

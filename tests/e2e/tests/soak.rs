@@ -135,6 +135,14 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
     )
     .await
     .unwrap();
+    let generate_disabled = b
+        .eval("return document.querySelector('[data-testid=generate]').disabled;")
+        .await;
+    assert_eq!(
+        generate_disabled,
+        serde_json::json!(true),
+        "a second run cannot start while one decodes"
+    );
     let asked = std::time::Instant::now();
     b.eval("document.querySelector('[data-testid=model-shipped]').form.requestSubmit(); return null;")
         .await;
