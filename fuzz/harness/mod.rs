@@ -8,8 +8,11 @@ pub mod gguf;
 pub mod tokenizer;
 pub mod url_params;
 
+/// One target: what it does with an input (panics on a bug).
+pub type Target = fn(&[u8]);
+
 /// The targets by name, as `cargo fuzz` and the regression directories call them.
-pub const TARGETS: [(&str, fn(&[u8])); 4] = [
+pub const TARGETS: [(&str, Target); 4] = [
     ("gguf", gguf::run),
     ("tokenizer", tokenizer::run),
     ("chat_template", chat_template::run),
