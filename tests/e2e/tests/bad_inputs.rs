@@ -77,6 +77,7 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
 
     let kept = async |what: &str| {
         assert_eq!(b.value("prompt").await, PROMPT, "after {what}: the prompt");
+        assert_eq!(b.value("max_tokens").await, "4", "after {what}: the settings");
         assert_eq!(
             b.text("output").await,
             output,

@@ -14,6 +14,9 @@ const READY: &str = "document.querySelector('[data-testid=status]').textContent.
 const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
 const CYCLES: usize = 20;
 
+/// One browser at a time: the machines running this have two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The worker's last memory report (wasm bytes) and the page's JS heap after a full GC.
 async fn memory(b: &Browser) -> (u64, u64) {
     let wasm = b
@@ -43,6 +46,7 @@ fn mb(bytes: u64) -> f64 {
 
 #[tokio::test]
 async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     let url = "index.html?backend=cpu&prompt=Once%20upon%20a%20time&max_tokens=64&temperature=0&autorun=1";
@@ -155,6 +159,41 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
         "the load waited for the run: {waited:?}"
     );
     assert!(b.text("output").await.len() > 40, "the run's text stayed");
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+}
+
+/// On WebGPU (SwiftShader here) a run to the context limit creates no GPU buffer: the worker's
+/// count of buffers made stays where the load left it.
+#[tokio::test]
+async fn a_webgpu_run_to_the_context_limit_creates_no_gpu_buffer() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let b = Browser::launch(true, 1280, 900).await.unwrap();
+    let url = "index.html?backend=gpu&model=synthetic:tiny:Q4_0&prompt=hello&max_tokens=8&temperature=0&autorun=1";
+    b.client.goto(&server.url(url)).await.unwrap();
+    b.wait_for(DONE, WAIT).await.unwrap();
+    assert!(
+        b.text("backend").await.starts_with("WebGPU"),
+        "{}",
+        b.text("notice").await
+    );
+    let buffers = async || {
+        b.eval("return Number(document.querySelector('[data-testid=memory]')?.dataset.gpuBuffers);")
+            .await
+            .as_u64()
+            .unwrap()
+    };
+    let after_load = buffers().await;
+    b.set("max_tokens", "8192").await;
+    generate(&b).await;
+    let status = b.text("status").await;
+    assert!(status.contains("the context is full"), "{status}");
+    let after_long = buffers().await;
+    println!(
+        "page soak (WebGPU): {after_load} GPU buffers after the first run, {after_long} after a run to the context limit ({status})"
+    );
+    assert_eq!(after_long, after_load, "decoding created GPU buffers");
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }

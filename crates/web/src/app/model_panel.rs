@@ -62,7 +62,8 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                     <dt>"File"</dt><dd>{format!("{:.1} MB", m.file_bytes as f64 / 1e6)}</dd>
                     <dt>"Read per token"</dt><dd>{format!("{:.1} MB", m.bytes_per_token as f64 / 1e6)}</dd>
                     <dt>"Context"</dt><dd>{m.context}" tokens, "{m.layers}" layers"</dd>
-                    <dt>"Memory"</dt><dd data-testid="memory" data-wasm-bytes=move || state.memory.get().map(|m| m.wasm_bytes.to_string())>{move || state.memory.get().map(memory_text)}</dd>
+                    <dt>"Memory"</dt><dd data-testid="memory" data-wasm-bytes=move || state.memory.get().map(|m| m.wasm_bytes.to_string())
+                        data-gpu-buffers=move || state.memory.get().and_then(|m| m.gpu_buffers).map(|n| n.to_string())>{move || state.memory.get().map(memory_text)}</dd>
                 </dl>
             })}
             {move || state.cache_warning.get().map(|w| view! {
