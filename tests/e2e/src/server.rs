@@ -1,16 +1,22 @@
 //! A small static file server for `dist/` (`cargo xtask build-web`'s output): correct MIME types (wasm must be
 //! `application/wasm` for streaming compilation), CORS open (embeds and model URLs from another
-//! origin), and a log of every path requested.
+//! origin), and a log of every path requested (and of those sent with cookies).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Every path requested, and those that came with a `Cookie` header (credentials).
 #[derive(Clone, Default)]
-pub struct RequestLog(Arc<Mutex<Vec<String>>>);
+pub struct RequestLog(Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
 
 impl RequestLog {
+    /// The paths requested with cookies attached.
+    pub fn with_cookies(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
+    }
+
     /// How many requests asked for a path ending with `suffix`.
     pub fn count(&self, suffix: &str) -> usize {
         self.0.lock().unwrap().iter().filter(|p| p.ends_with(suffix)).count()
@@ -109,8 +115,12 @@ fn handle(stream: TcpStream, root: &Path, log: &RequestLog) -> std::io::Result<(
             if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
                 break;
             }
-            if h.to_ascii_lowercase().starts_with("connection:") && h.to_ascii_lowercase().contains("close") {
+            let lower = h.to_ascii_lowercase();
+            if lower.starts_with("connection:") && lower.contains("close") {
                 keep_alive = false;
+            }
+            if lower.starts_with("cookie:") {
+                log.1.lock().unwrap().push(path.clone());
             }
         }
         log.0.lock().unwrap().push(path.clone());

@@ -103,6 +103,8 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
         kept(m.file).await;
     }
 
+    // A cookie on the page's own origin: a model fetch sends no credentials even there.
+    b.eval("document.cookie = 'session=secret; path=/'; return null;").await;
     for (address, says) in [
         (
             server.url("models/missing.gguf"),
@@ -142,6 +144,12 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
     );
     assert_eq!(b.text("backend").await, "no model", "the failed loads left no model");
     b.screenshot(&screenshot_path("bad-input-error.png")).await.unwrap();
+    assert!(server.log.count("missing.gguf") >= 1);
+    let with_cookies = server.log.with_cookies();
+    assert!(
+        with_cookies.iter().all(|p| !p.ends_with(".gguf")),
+        "a model fetch sent cookies: {with_cookies:?}"
+    );
 
     // The worker lived through all of it: a good model loads and generates.
     let good = dir.join("good.gguf");
