@@ -322,6 +322,25 @@ fn a_few_ulps_flip_an_activation_rounding_step() {
     assert!(worst > 1e-4 && worst <= 1e-2, "worst relative move {worst}");
 }
 
+/// The page's worker feeds a long prompt a chunk at a time (looking for Stop in between):
+/// the same bits as one prefill.
+#[test]
+fn feeding_whole_chunks_then_prefilling_the_rest_is_one_prefill() {
+    use tokscope_core::cpu::PREFILL_CHUNK;
+    let spec = TinyLlama::default();
+    let prompt: Vec<u32> = (0..2 * PREFILL_CHUNK as u32 + 17).map(|i| 3 + i * 7 % 250).collect();
+    let mut whole = engine(&spec, 256);
+    let want = whole.prefill(&prompt).unwrap().to_vec();
+    let mut parts = engine(&spec, 256);
+    parts.feed(&prompt[..PREFILL_CHUNK]).unwrap();
+    parts.feed(&prompt[PREFILL_CHUNK..2 * PREFILL_CHUNK]).unwrap();
+    let got = parts.prefill(&prompt[2 * PREFILL_CHUNK..]).unwrap().to_vec();
+    assert_eq!(got, want);
+    assert_eq!(parts.position(), prompt.len());
+    let next = whole.decode(5).unwrap().to_vec();
+    assert_eq!(parts.decode(5).unwrap(), next.as_slice());
+}
+
 #[test]
 fn reset_reproduces_the_same_logits() {
     let spec = TinyLlama::default();

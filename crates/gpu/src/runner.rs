@@ -71,6 +71,15 @@ impl<B: AsRef<[u8]>> Runner<B> {
         Ok(())
     }
 
+    /// Runs the prompt's leading tokens with nothing sampled, on the CPU engine: the caller
+    /// can then look for Stop before the rest. `None` on the GPU, whose prefill is one submit.
+    pub fn feed(&mut self, tokens: &[u32]) -> Option<Result<(), RunError>> {
+        match self {
+            Runner::Cpu { engine, .. } => Some(engine.feed(tokens).map_err(RunError::from)),
+            Runner::Gpu(_) => None,
+        }
+    }
+
     /// Starts appending `token`; the token after it comes from `finish`.
     pub fn begin_decode(&mut self, token: u32, sampler: &mut Sampler) -> Result<(), RunError> {
         match self {

@@ -196,6 +196,21 @@ impl<B: AsRef<[u8]>> CpuEngine<B> {
         Ok(&self.s.logits[..self.model.config.vocab_size])
     }
 
+    /// Runs part of a prompt without computing logits: [`prefill`](Self::prefill) in pieces
+    /// of whole [`PREFILL_CHUNK`]s gives the same bits as in one call, and the browser's
+    /// worker checks for Stop between pieces.
+    pub fn feed(&mut self, tokens: &[u32]) -> Result<(), EngineError> {
+        self.check(0, tokens)?;
+        for chunk in tokens.chunks(PREFILL_CHUNK) {
+            let rows = Rows::Run {
+                seq: 0,
+                pos0: self.pos[0],
+            };
+            self.forward(chunk, rows, false);
+        }
+        Ok(())
+    }
+
     /// Appends one token and returns the logits for the next.
     pub fn decode(&mut self, token: u32) -> Result<&[f32], EngineError> {
         self.check(0, &[token])?;

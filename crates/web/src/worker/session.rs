@@ -14,6 +14,7 @@ use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
+use tokscope_core::cpu::PREFILL_CHUNK;
 use tokscope_core::gguf::Gguf;
 use tokscope_core::model::Model;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
@@ -413,7 +414,27 @@ impl Worker {
             prompt_tokens: tokens.len(),
         });
         let start = now_s();
-        runner.begin_prefill(&tokens, &mut sampler).map_err(|e| e.to_string())?;
+        // On the CPU engine the prompt runs a chunk at a time, with Stop looked for between
+        // chunks (the engine's own chunks, so the result is the same bits as one call).
+        let mut rest: &[u32] = &tokens;
+        if !gpu {
+            while rest.len() > PREFILL_CHUNK {
+                let (part, after) = rest.split_at(PREFILL_CHUNK);
+                if let Some(r) = runner.feed(part) {
+                    r.map_err(|e| e.to_string())?;
+                }
+                rest = after;
+                yield_now().await;
+                if self.stop.get() {
+                    post(&FromWorker::Done {
+                        generated: 0,
+                        reason: StopReason::Stopped,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+        runner.begin_prefill(rest, &mut sampler).map_err(|e| e.to_string())?;
         let mut next = runner.finish_async(&mut sampler).await.map_err(|e| e.to_string())?;
         let ttft_s = now_s() - start;
         post(&FromWorker::FirstToken {
