@@ -96,6 +96,7 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
         mb(end.1)
     );
     assert_eq!(long.0, warm.0, "a long run grew the wasm memory");
+    assert_eq!(after_first.0, warm.0, "the first reload grew the wasm memory");
     assert_eq!(end.0, after_first.0, "reloads grew the wasm memory");
     assert!(
         end.1 < after_first.1 + 1_000_000,

@@ -107,7 +107,6 @@ impl Worker {
         Progress::new(Phase::Parse, None).report(0, true);
         let file_bytes = bytes.len() as u64;
         let gguf = Gguf::parse(bytes).map_err(|e| format!("{name}: {e}"))?;
-        let tokenizer = Tokenizer::from_gguf(&gguf).map_err(|e| format!("{name}: {e}"))?;
         let title = gguf.opt_str("general.name").ok().flatten().unwrap_or(&name).to_string();
         let architecture = gguf
             .opt_str("general.architecture")
@@ -119,6 +118,10 @@ impl Worker {
         let model = Arc::new(Model::from_gguf(gguf).map_err(|e| format!("{name}: {e}"))?);
         let context = model.config.context_length.min(MAX_CONTEXT);
         let (runner, backend) = self.engine(&model, context, choice).await?;
+        // After the engine: its KV cache then takes the place the previous model's left, whole,
+        // before the tokenizer's many small allocations can split it (built first, they made
+        // the first reload grow the wasm memory by one KV vector, 47 MB for the default model).
+        let tokenizer = Tokenizer::from_gguf(&model.gguf).map_err(|e| format!("{name}: {e}"))?;
         let info = ModelInfo {
             name: title,
             architecture,
