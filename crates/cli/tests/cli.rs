@@ -135,7 +135,7 @@ fn inspect_reports_structure_and_bytes_per_token() {
 #[test]
 fn inspect_explains_what_cannot_run() {
     let mut w = TinyLlama::default().writer();
-    w.metadata[0].1 = Value::String("mamba".into());
+    *w.meta_mut("general.architecture").unwrap() = Value::String("mamba".into());
     let m = tmp("mamba.gguf", &w.to_bytes());
     let out = tokscope(&["inspect", s(&m)]);
     assert!(out.status.success());

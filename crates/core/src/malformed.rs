@@ -60,11 +60,7 @@ pub fn malformed_models() -> Vec<Malformed> {
         Malformed {
             file: "iq4_nl.gguf",
             bytes: edited(&|w| {
-                let t = w
-                    .tensors
-                    .iter_mut()
-                    .find(|t| t.name == "blk.0.attn_v.weight")
-                    .expect("attn_v");
+                let t = w.tensor_mut("blk.0.attn_v.weight").expect("attn_v");
                 t.ty = GgmlType::IQ4_NL;
                 t.data = vec![0; 32 * 2 * 18];
             }),
@@ -74,11 +70,7 @@ pub fn malformed_models() -> Vec<Malformed> {
             file: "wrong-shape.gguf",
             // Same element count, other shape: only the model's own description catches it.
             bytes: edited(&|w| {
-                let t = w
-                    .tensors
-                    .iter_mut()
-                    .find(|t| t.name == "blk.0.attn_q.weight")
-                    .expect("attn_q");
+                let t = w.tensor_mut("blk.0.attn_q.weight").expect("attn_q");
                 t.dims = vec![t.dims[0] / 2, t.dims[1] * 2];
             }),
             says: "\"blk.0.attn_q.weight\" has shape [32, 128], expected [64, 64]",

@@ -373,12 +373,12 @@ fn context_full_and_bad_tokens_are_errors() {
 #[test]
 fn unsupported_architecture_type_and_shapes_are_named() {
     let mut w = TinyLlama::default().writer();
-    w.metadata[0].1 = Value::String("qwen3moe".into());
+    *w.meta_mut("general.architecture").unwrap() = Value::String("qwen3moe".into());
     let e = Model::load(w.to_bytes()).err().unwrap();
     assert_eq!(e, ModelError::UnsupportedArchitecture("qwen3moe".into()));
 
     let mut w = TinyLlama::default().writer();
-    let t = w.tensors.iter_mut().find(|t| t.name == "blk.1.attn_q.weight").unwrap();
+    let t = w.tensor_mut("blk.1.attn_q.weight").unwrap();
     t.ty = GgmlType::Q4_K; // 64×64 elements = 16 Q4_K blocks of 144 bytes
     t.dims = vec![256, 16];
     t.data = vec![0; 16 * 144];
@@ -389,7 +389,7 @@ fn unsupported_architecture_type_and_shapes_are_named() {
     );
 
     let mut w = TinyLlama::default().writer();
-    let t = w.tensors.iter_mut().find(|t| t.name == "blk.0.ffn_up.weight").unwrap();
+    let t = w.tensor_mut("blk.0.ffn_up.weight").unwrap();
     t.ty = GgmlType::IQ4_NL;
     t.data = vec![0; 96 * 2 * 18];
     let e = Model::load(w.to_bytes()).err().unwrap();

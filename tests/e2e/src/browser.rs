@@ -102,6 +102,24 @@ impl Browser {
         self.client.execute(script, vec![]).await.unwrap_or(Value::Null)
     }
 
+    /// Clicks the element with this `data-testid` from script (no scrolling into view needed).
+    pub async fn click(&self, testid: &str) {
+        self.eval(&format!(
+            "document.querySelector('[data-testid={testid}]').click(); return null;"
+        ))
+        .await;
+    }
+
+    /// Picks `path` in the page's model file input, as a reader choosing a file would.
+    pub async fn pick_file(&self, path: &std::path::Path) {
+        let input = self
+            .client
+            .find(fantoccini::Locator::Css("[data-testid=file]"))
+            .await
+            .expect("the page has a file input");
+        input.send_keys(path.to_str().expect("a UTF-8 path")).await.unwrap();
+    }
+
     /// The text of the element with this `data-testid` ("" when absent).
     pub async fn text(&self, testid: &str) -> String {
         let js =

@@ -6,6 +6,15 @@ use std::path::{Path, PathBuf};
 /// The default model, as the page fetches it (relative to `dist/`).
 pub const MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The status line says a model is loaded, or that a run has finished.
+pub const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
+pub const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+
+/// The built page (`dist/`) on a free port.
+pub fn serve_dist() -> crate::server::Server {
+    crate::server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
+}
+
 pub fn root() -> PathBuf {
     // Canonical: chromedriver refuses file paths with `..` in them.
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -10,12 +10,9 @@ use std::time::Duration;
 use tokscope_core::malformed::malformed_models;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::server;
-use tokscope_e2e::site::{dist, root, screenshot_path};
+use tokscope_e2e::site::{DONE, READY, root, screenshot_path, serve_dist};
 
 const WAIT: Duration = Duration::from_secs(120);
-const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
-const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
 const PROMPT: &str = "keep me";
 
 /// One browser at a time: the machines running this have two cores.
@@ -64,13 +61,12 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
     let dir = root().join("target/e2e/bad-inputs");
     std::fs::create_dir_all(&dir).unwrap();
     let other = misbehaving_server();
-    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     let url = "index.html?backend=cpu&model=synthetic:tiny:Q4_0&prompt=keep%20me&max_tokens=4&temperature=0";
     b.client.goto(&server.url(url)).await.unwrap();
     b.wait_for(READY, WAIT).await.unwrap();
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
-        .await;
+    b.click("generate").await;
     b.wait_for(DONE, WAIT).await.unwrap();
     let output = b.text("output").await;
     assert!(!output.is_empty());
@@ -84,15 +80,10 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
             "after {what}: the text generated before"
         );
     };
-    let input = b
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=file]"))
-        .await
-        .unwrap();
     for m in malformed_models() {
         let path = dir.join(m.file);
         std::fs::write(&path, &m.bytes).unwrap();
-        input.send_keys(path.to_str().unwrap()).await.unwrap();
+        b.pick_file(&path).await;
         b.wait_for(&error_mentions(m.file), WAIT).await.unwrap();
         let shown = b.text("error").await;
         assert!(
@@ -154,10 +145,9 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
     // The worker lived through all of it: a good model loads and generates.
     let good = dir.join("good.gguf");
     std::fs::write(&good, TinyLlama::default().build()).unwrap();
-    input.send_keys(good.to_str().unwrap()).await.unwrap();
+    b.pick_file(&good).await;
     b.wait_for(READY, WAIT).await.unwrap();
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
-        .await;
+    b.click("generate").await;
     b.wait_for(DONE, WAIT).await.unwrap();
     assert_eq!(b.value("prompt").await, PROMPT);
     // A page error would be a crash or a policy violation; the messages above are not errors.
@@ -174,7 +164,7 @@ async fn every_bad_model_and_address_is_named_and_nothing_is_lost() {
 #[tokio::test]
 async fn a_full_storage_quota_still_runs_the_model_and_says_so() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     let origin = server.url("").trim_end_matches('/').to_string();
     let url = "index.html?backend=cpu&prompt=Hello&max_tokens=4&temperature=0&autorun=1";

@@ -8,12 +8,9 @@ use tokscope_core::gguf::Value;
 use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::server::{self, Server};
-use tokscope_e2e::site::{dist, root, screenshot_path};
+use tokscope_e2e::site::{DONE, READY, root, screenshot_path, serve_dist};
 
 const WAIT: Duration = Duration::from_secs(120);
-const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
-const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
 
 /// Each payload sets `window.__xss` if it ever runs.
 const IN_NAME: &str = "<img src=x onerror=\"window.__xss='name'\">";
@@ -24,10 +21,6 @@ const IN_PROMPT: &str = "<script>window.__xss='prompt'</script><img src=x onerro
 /// Markup that ran, elements it left, and every error the page recorded (CSP violations too).
 const INJECTED: &str = "return [String(window.__xss), \
      document.querySelectorAll('[onerror], img, iframe, object, body script:not([src])').length];";
-
-fn serve() -> Server {
-    server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
-}
 
 /// The tiny test model made to write markup: its name is a payload, two merge tokens are
 /// replaced by payloads, and its untied output head scores only those two (opposite signs on
@@ -43,41 +36,28 @@ fn markup_model() -> Vec<u8> {
     // GPT-2's byte-level alphabet writes a space as 'Ġ'.
     let byte_level = |s: &str| s.replace(' ', "Ġ");
     let mut w = spec.writer();
-    for (key, value) in w.metadata.iter_mut() {
-        match key.as_str() {
-            "general.name" => *value = Value::String(IN_NAME.into()),
-            "tokenizer.ggml.tokens" => {
-                let Value::Array(_, tokens) = value else {
-                    panic!("tokens")
-                };
-                tokens[a] = Value::String(byte_level(IN_OUTPUT_A));
-                tokens[b] = Value::String(byte_level(IN_OUTPUT_B));
-            }
-            // The merges that made those two tokens go with them.
-            "tokenizer.ggml.merges" => {
-                let Value::Array(_, merges) = value else {
-                    panic!("merges")
-                };
-                merges.truncate(merges.len() - 2);
-            }
-            _ => {}
-        }
-    }
+    *w.meta_mut("general.name").unwrap() = Value::String(IN_NAME.into());
+    let Some(Value::Array(_, tokens)) = w.meta_mut("tokenizer.ggml.tokens") else {
+        panic!("tokens")
+    };
+    tokens[a] = Value::String(byte_level(IN_OUTPUT_A));
+    tokens[b] = Value::String(byte_level(IN_OUTPUT_B));
+    // The merges that made those two tokens go with them.
+    let Some(Value::Array(_, merges)) = w.meta_mut("tokenizer.ggml.merges") else {
+        panic!("merges")
+    };
+    merges.truncate(merges.len() - 2);
     let d = spec.d_model;
     let f32s = |v: Vec<f32>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    for t in w.tensors.iter_mut() {
-        if t.name == "output_norm.weight" {
-            let mut g = vec![0f32; d];
-            g[0] = 1.0;
-            t.data = f32s(g);
-        } else if t.name == "output.weight" {
-            let mut head = vec![0f32; vocab.len() * d];
-            head[a * d] = 100.0;
-            head[b * d] = -100.0;
-            t.ty = GgmlType::F32;
-            t.data = f32s(head);
-        }
-    }
+    let mut g = vec![0f32; d];
+    g[0] = 1.0;
+    w.tensor_mut("output_norm.weight").unwrap().data = f32s(g);
+    let mut head = vec![0f32; vocab.len() * d];
+    head[a * d] = 100.0;
+    head[b * d] = -100.0;
+    let t = w.tensor_mut("output.weight").unwrap();
+    t.ty = GgmlType::F32;
+    t.data = f32s(head);
     w.to_bytes()
 }
 
@@ -86,7 +66,7 @@ async fn markup_in_the_prompt_output_metadata_and_url_stays_text() {
     let path = root().join("target/e2e/markup.gguf");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, markup_model()).unwrap();
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     // The prompt from the URL, a `javascript:` model address refused, the rest applied; a
     // payload in the fragment too.
@@ -108,13 +88,7 @@ async fn markup_in_the_prompt_output_metadata_and_url_stays_text() {
         "{notice}"
     );
     assert_eq!(b.value("prompt").await, IN_PROMPT, "the prompt parameter still applies");
-
-    let input = b
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=file]"))
-        .await
-        .unwrap();
-    input.send_keys(path.to_str().unwrap()).await.unwrap();
+    b.pick_file(&path).await;
     b.wait_for(
         &format!("{READY} && document.querySelector('[data-testid=model-info]').textContent.includes('onerror')"),
         WAIT,
@@ -148,7 +122,7 @@ async fn markup_in_the_prompt_output_metadata_and_url_stays_text() {
 
 #[tokio::test]
 async fn the_content_security_policy_is_in_force() {
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     b.client.goto(&server.url("index.html#/embed/agent")).await.unwrap();
     b.wait_for("document.querySelector('[data-testid=agent-columns]') !== null", WAIT)

@@ -6,17 +6,13 @@
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::server::{self, Server};
-use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, dist, screenshot_path, tokscope};
+use tokscope_e2e::server::Server;
+use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, screenshot_path, serve_dist, tokscope};
 
 const WAIT: Duration = Duration::from_secs(60);
 
 /// One browser at a time: the machines running this have two cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-fn serve() -> Server {
-    server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
-}
 
 fn present(testid: &str) -> String {
     format!("document.querySelector('[data-testid=\"{testid}\"]') !== null")
@@ -29,7 +25,7 @@ fn text_is(testid: &str, text: &str) -> String {
 #[tokio::test]
 async fn roofline_embed_reads_the_url_redraws_and_keeps_its_last_valid_state() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 900, 1000).await.unwrap();
     b.client
         .goto(&server.url("index.html#/embed/roofline?model_preset=llama-3.1-8b-16&bandwidth=1000"))
@@ -100,7 +96,7 @@ async fn roofline_embed_reads_the_url_redraws_and_keeps_its_last_valid_state() {
 #[tokio::test]
 async fn agent_embed_shows_the_seeds_example_and_copy_link_round_trips() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 900, 1000).await.unwrap();
     b.client
         .goto(&server.url("index.html#/embed/agent?steps=12&tokens=800&speeds=30,300"))
@@ -126,8 +122,7 @@ async fn agent_embed_shows_the_seeds_example_and_copy_link_round_trips() {
     b.wait_for(&present("agent-total-2"), WAIT).await.unwrap();
     // 6 × 800 / 30 = 160 s, plus 5 tool calls of 2.5 s.
     assert_eq!(b.text("agent-total-0").await, "2 min 53 s");
-    b.eval("document.querySelector('[data-testid=copy-link-agent]').click(); return 0;")
-        .await;
+    b.click("copy-link-agent").await;
     b.wait_for(&present("shared-agent"), WAIT).await.unwrap();
     let link = b.value("shared-agent").await;
     assert!(link.contains("#/agent?") && link.contains("steps=6"), "{link}");
@@ -139,8 +134,7 @@ async fn agent_embed_shows_the_seeds_example_and_copy_link_round_trips() {
     assert_eq!(b.text("agent-total-0").await, "2 min 53 s");
     assert_eq!(b.text("agent-speed-2").await, "Clover 35B on H200 (claim)");
     // The embed code names the panel's own embed route with the same state.
-    b.eval("document.querySelector('[data-testid=copy-embed-agent]').click(); return 0;")
-        .await;
+    b.click("copy-embed-agent").await;
     b.wait_for(
         "document.querySelector('[data-testid=shared-agent]').value.startsWith('<iframe')",
         WAIT,
@@ -167,8 +161,8 @@ async fn agent_embed_shows_the_seeds_example_and_copy_link_round_trips() {
 #[tokio::test]
 async fn the_example_article_embeds_two_panels_cross_origin_and_sizes_them() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let app = serve();
-    let article = serve(); // another port: another origin
+    let app = serve_dist();
+    let article = serve_dist(); // another port: another origin
     let b = Browser::launch(true, 900, 1000).await.unwrap();
     let url = article.url(&format!("embed-example.html?app={}", app.url("")));
     b.client.goto(&url).await.unwrap();
@@ -210,7 +204,7 @@ async fn the_example_article_embeds_two_panels_cross_origin_and_sizes_them() {
 #[tokio::test]
 async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 1000).await.unwrap();
     b.client
         .goto(&server.url(
@@ -266,8 +260,7 @@ async fn speed_check(server: &Server, path: &str) -> Browser {
     )
     .await
     .unwrap();
-    b.eval("document.querySelector('[data-testid=speed-run]').click(); return 0;")
-        .await;
+    b.click("speed-run").await;
     b.wait_for(&present("speed-card"), Duration::from_secs(400))
         .await
         .unwrap();
@@ -280,7 +273,7 @@ async fn speed_check(server: &Server, path: &str) -> Browser {
 #[tokio::test]
 async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = speed_check(
         &server,
         "index.html?backend=gpu#/roofline?model_preset=loaded&context=0",
@@ -326,7 +319,7 @@ fn json_field(json: &str, field: &str) -> f64 {
 #[tokio::test]
 async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = speed_check(&server, "index.html?backend=gpu#/embed/speed").await;
     let adapter = b.text("speed-adapter").await;
     let num = |s: String| s.trim().parse::<f64>().unwrap_or(f64::NAN);
@@ -384,8 +377,7 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
             "{what}: page {page} vs native {native} (ratio {ratio:.2})"
         );
     }
-    b.eval("document.querySelector('[data-testid=speed-copy-markdown]').click(); return 0;")
-        .await;
+    b.click("speed-copy-markdown").await;
     b.wait_for(&present("speed-markdown"), WAIT).await.unwrap();
     let md = b.value("speed-markdown").await;
     assert!(
@@ -396,8 +388,7 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
         "{md}"
     );
     b.screenshot(&screenshot_path("speed-check.png")).await.unwrap();
-    b.eval("document.querySelector('[data-testid=copy-link-speed]').click(); return 0;")
-        .await;
+    b.click("copy-link-speed").await;
     b.wait_for(&present("shared-speed"), WAIT).await.unwrap();
     let link = b.value("shared-speed").await;
     assert_eq!(b.page_errors().await.len(), 0, "{:?}", b.page_errors().await);
@@ -414,7 +405,7 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
 #[tokio::test]
 async fn the_panels_fit_a_360_px_phone() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 360, 800).await.unwrap();
     for (route, testid, shot) in [
         (
@@ -446,7 +437,7 @@ async fn the_panels_fit_a_360_px_phone() {
 #[tokio::test]
 async fn the_precision_dial_reencodes_decodes_and_restores() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 1000).await.unwrap();
     b.client
         .goto(&server.url("index.html?backend=cpu#/speed?model_preset=loaded"))
@@ -461,8 +452,7 @@ async fn the_precision_dial_reencodes_decodes_and_restores() {
     let bytes_before = b
         .eval("return document.querySelector('[data-testid=roof-bytes]').textContent;")
         .await;
-    b.eval("document.querySelector('[data-testid=dial-run]').click(); return 0;")
-        .await;
+    b.click("dial-run").await;
     b.wait_for(&text_is("dial-stage", "Done."), Duration::from_secs(600))
         .await
         .unwrap();
@@ -507,7 +497,7 @@ async fn the_precision_dial_reencodes_decodes_and_restores() {
 #[tokio::test]
 async fn the_run_embed_generates_from_its_url_without_site_chrome() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 700, 900).await.unwrap();
     b.client
         .goto(
@@ -532,7 +522,7 @@ async fn the_run_embed_generates_from_its_url_without_site_chrome() {
 #[tokio::test]
 async fn the_batch_dial_shows_per_user_and_aggregate_rates() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 1000).await.unwrap();
     b.client
         .goto(&server.url("index.html?backend=cpu#/speed"))
@@ -544,8 +534,7 @@ async fn the_batch_dial_shows_per_user_and_aggregate_rates() {
     )
     .await
     .unwrap();
-    b.eval("document.querySelector('[data-testid=batch-run]').click(); return 0;")
-        .await;
+    b.click("batch-run").await;
     b.wait_for(&present("batch-row-16"), Duration::from_secs(600))
         .await
         .unwrap();

@@ -7,7 +7,7 @@ use tokio::sync::Mutex;
 use tokscope_core::model::Model;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::{self, Server};
-use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, dist, root, tokscope};
+use tokscope_e2e::site::{DONE, MODEL, READY, SWIFTSHADER_ICD, root, serve_dist, tokscope};
 
 const PROMPT: &str = "The capital of France is";
 const TOKENS: usize = 32;
@@ -19,10 +19,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(match option_env!("E2E_QUICK")
 
 /// One browser at a time: the machines running this have two cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-fn serve() -> Server {
-    server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
-}
 
 /// What `tokscope generate` prints for the same greedy run (stdout, trailing newline dropped).
 /// `gpu`: `--backend gpu`, on the Vulkan ICD `icd` when given.
@@ -59,9 +55,6 @@ fn run_url(server: &Server, extra: &str) -> String {
     ))
 }
 
-const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
-const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
-
 fn number(s: &str) -> f64 {
     s.trim().parse().unwrap_or(f64::NAN)
 }
@@ -69,7 +62,7 @@ fn number(s: &str) -> f64 {
 #[tokio::test]
 async fn webgpu_greedy_run_matches_the_cli_and_reloads_from_cache() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     b.client.goto(&run_url(&server, "&backend=gpu")).await.unwrap();
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
@@ -121,7 +114,7 @@ async fn webgpu_greedy_run_matches_the_cli_and_reloads_from_cache() {
 async fn without_webgpu_the_cpu_engine_runs_the_same_text() {
     let _one = ONE_AT_A_TIME.lock().await;
     let expected = cli_greedy_text(false, None);
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(false, 360, 800).await.unwrap();
     b.client.goto(&run_url(&server, "")).await.unwrap();
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
@@ -147,7 +140,7 @@ async fn without_webgpu_the_cpu_engine_runs_the_same_text() {
 #[tokio::test]
 async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     b.client
         .goto(&server.url("index.html?max_tokens=16&temperature=0&backend=gpu"))
@@ -168,8 +161,7 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
         "main-thread tasks over 50 ms while loading (ms)"
     );
     let t0 = b.eval("return performance.now();").await.as_f64().unwrap();
-    b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
-        .await;
+    b.click("generate").await;
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
     let long = b
         .eval(&format!(
@@ -193,8 +185,7 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
     .await
     .unwrap();
     assert!(b.text("backend").await.starts_with("WebGPU"));
-    b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
-        .await;
+    b.click("generate").await;
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
     assert_eq!(b.text("output").await, first, "greedy text after recovery");
     assert_eq!(b.page_errors().await, Vec::<String>::new());
@@ -215,16 +206,11 @@ async fn a_truncated_gguf_shows_the_readers_error() {
     let path = root().join("target/e2e/truncated.gguf");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, cut).unwrap();
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     b.client.goto(&server.url("index.html")).await.unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
-    let input = b
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=file]"))
-        .await
-        .unwrap();
-    input.send_keys(path.to_str().unwrap()).await.unwrap();
+    b.pick_file(&path).await;
     b.wait_for("document.querySelector('[data-testid=error]')", RUN_TIMEOUT)
         .await
         .unwrap();
@@ -288,7 +274,7 @@ async fn a_build_for_a_sub_path_runs_there_and_reloads_from_cache() {
 #[tokio::test]
 async fn a_synthetic_model_is_made_in_the_page_and_generates() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let url = server.url("index.html?model=synthetic:tiny:Q4_0&prompt=hello&max_tokens=8&temperature=0&autorun=1");
     b.client.goto(&url).await.unwrap();
@@ -310,7 +296,7 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
     let _one = ONE_AT_A_TIME.lock().await;
     let gemma = tokscope_core::shipped::SHIPPED[1];
     let expected = cli_greedy(gemma.path, 8, false, None);
-    let server = serve();
+    let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let prompt = PROMPT.replace(' ', "%20");
     let url = server.url(&format!(
@@ -319,8 +305,7 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
     b.client.goto(&url).await.unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
     b.set("model-shipped", "1").await;
-    b.eval("document.querySelector('[data-testid=model-shipped-load]').click(); return 0;")
-        .await;
+    b.click("model-shipped-load").await;
     let loaded = "document.querySelector('[data-testid=model-info]').textContent.includes('gemma3')";
     b.wait_for(&format!("{loaded} && {READY}"), RUN_TIMEOUT).await.unwrap();
     let info = b.text("model-info").await;
@@ -329,8 +314,7 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
         "{info}"
     );
     assert_eq!(b.text("backend").await, "CPU (WASM)");
-    b.eval("document.querySelector('[data-testid=generate]').click(); return 0;")
-        .await;
+    b.click("generate").await;
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
     assert_eq!(b.text("output").await, expected, "status {:?}", b.text("status").await);
     println!("gemma in the page: {} tok/s", b.text("tok-s-mean").await);

@@ -6,12 +6,9 @@
 
 use std::time::Duration;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::server;
-use tokscope_e2e::site::dist;
+use tokscope_e2e::site::{DONE, READY, serve_dist};
 
 const WAIT: Duration = Duration::from_secs(600);
-const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
-const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
 const CYCLES: usize = 20;
 
 /// One browser at a time: the machines running this have two cores.
@@ -35,8 +32,7 @@ async fn memory(b: &Browser) -> (u64, u64) {
 }
 
 async fn generate(b: &Browser) {
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
-        .await;
+    b.click("generate").await;
     b.wait_for(DONE, WAIT).await.unwrap();
 }
 
@@ -47,7 +43,7 @@ fn mb(bytes: u64) -> f64 {
 #[tokio::test]
 async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let server = serve_dist();
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     let url = "index.html?backend=cpu&prompt=Once%20upon%20a%20time&max_tokens=64&temperature=0&autorun=1";
     b.client.goto(&server.url(url)).await.unwrap();
@@ -113,16 +109,14 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
     // between chunks, before any token is generated.
     b.set("prompt", &"the history of the printing press ".repeat(120)).await;
     b.set("max_tokens", "64").await;
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
-        .await;
+    b.click("generate").await;
     b.wait_for(
         "document.querySelector('[data-testid=status]').textContent.startsWith('Prefilling')",
         WAIT,
     )
     .await
     .unwrap();
-    b.eval("document.querySelector('[data-testid=stop]').click(); return null;")
-        .await;
+    b.click("stop").await;
     b.wait_for(DONE, WAIT).await.unwrap();
     let status = b.text("status").await;
     assert!(status.ends_with("tokens (stopped)."), "{status}");
@@ -133,8 +127,7 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
     // the text generated so far stays on the page.
     b.set("prompt", "Once upon a time").await;
     b.set("max_tokens", "8192").await;
-    b.eval("document.querySelector('[data-testid=generate]').click(); return null;")
-        .await;
+    b.click("generate").await;
     b.wait_for(
         "document.querySelector('[data-testid=output]').textContent.length > 40",
         WAIT,
@@ -170,7 +163,7 @@ async fn a_long_run_and_twenty_reloads_keep_memory_flat() {
 #[tokio::test]
 async fn a_webgpu_run_to_the_context_limit_creates_no_gpu_buffer() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = server::start(&dist(), "127.0.0.1:0").expect("the static server starts");
+    let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let url = "index.html?backend=gpu&model=synthetic:tiny:Q4_0&prompt=hello&max_tokens=8&temperature=0&autorun=1";
     b.client.goto(&server.url(url)).await.unwrap();

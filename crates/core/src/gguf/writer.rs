@@ -49,6 +49,16 @@ impl GgufWriter {
         self
     }
 
+    /// The value of metadata key `key`, to change before writing (malformed files, tests).
+    pub fn meta_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.metadata.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The tensor named `name`, to change before writing (malformed files, tests).
+    pub fn tensor_mut(&mut self, name: &str) -> Option<&mut WriterTensor> {
+        self.tensors.iter_mut().find(|t| t.name == name)
+    }
+
     /// Serializes header, metadata, tensor infos, padding and data. `general.alignment`, when set
     /// in the metadata, must agree with `self.alignment` (the writer does not second-guess it).
     pub fn to_bytes(&self) -> Vec<u8> {
