@@ -76,11 +76,12 @@ pub fn build_web(args: &[String]) -> Result<(), String> {
     let app_wasm = wasm_dir.join(format!("{APP}.wasm"));
     let app_name = format!("{APP}-{}", short_hash(&read(&app_wasm)?));
     bindgen(&app_wasm, &staging, &app_name, "web")?;
-    bindgen(&wasm_dir.join(format!("{WORKER}.wasm")), &staging, WORKER, "no-modules")?;
-    write(
-        &staging.join(format!("{WORKER}_loader.js")),
-        format!("importScripts(\"./{WORKER}.js\");wasm_bindgen(\"./{WORKER}_bg.wasm\");").as_bytes(),
-    )?;
+    let worker_wasm = wasm_dir.join(format!("{WORKER}.wasm"));
+    let worker_name = format!("{WORKER}-{}", short_hash(&read(&worker_wasm)?));
+    bindgen(&worker_wasm, &staging, &worker_name, "no-modules")?;
+    let loader = format!("importScripts(\"./{worker_name}.js\");wasm_bindgen(\"./{worker_name}_bg.wasm\");");
+    let loader_name = format!("{worker_name}_loader.js");
+    write(&staging.join(&loader_name), loader.as_bytes())?;
 
     let web = root.join("web");
     let css = read(&web.join("style.css"))?;
@@ -104,16 +105,18 @@ pub fn build_web(args: &[String]) -> Result<(), String> {
         css: &css_name,
         errors: &errors_name,
         start: &start_name,
+        worker: &loader_name,
     };
     let html = fill_index(&index, &opts.public_url, &assets)?;
     write(&staging.join("index.html"), html.as_bytes())?;
+    let weight = precompress(&staging)?;
 
     remove_dir(&opts.dist)?;
     std::fs::rename(&staging, &opts.dist).map_err(|e| format!("cannot move {} into place: {e}", staging.display()))?;
     println!("{} (public URL {})", opts.dist.display(), opts.public_url);
     println!(
-        "page weight: {} bytes gzip (wasm, JS and CSS)",
-        page_weight(&opts.dist)?
+        "page weight: {} bytes gzip, {} bytes brotli (wasm, JS and CSS)",
+        weight.gzip, weight.brotli
     );
     Ok(())
 }
@@ -125,6 +128,8 @@ struct Assets<'a> {
     css: &'a str,
     errors: &'a str,
     start: &'a str,
+    /// The worker's loader, content-hashed like the rest (the page reads its name from a meta tag).
+    worker: &'a str,
 }
 
 /// The module that starts the page: the app's bindings, then its wasm.
@@ -148,9 +153,10 @@ fn fill_index(index: &str, public_url: &str, a: &Assets) -> Result<String, Strin
         }
     }
     let policy = tokscope_web::csp::content_security_policy(origin(public_url));
-    let (app, css, errors, start) = (a.app, a.css, a.errors, a.start);
+    let (app, css, errors, start, worker) = (a.app, a.css, a.errors, a.start, a.worker);
     let assets = format!(
-        "<link rel=\"stylesheet\" href=\"{public_url}{css}\" />\n  \
+        "<meta name=\"tokscope-worker\" content=\"{worker}\" />\n  \
+         <link rel=\"stylesheet\" href=\"{public_url}{css}\" />\n  \
          <script src=\"{public_url}{errors}\"></script>\n  \
          <link rel=\"modulepreload\" href=\"{public_url}{app}.js\" />\n  \
          <link rel=\"preload\" href=\"{public_url}{app}_bg.wasm\" as=\"fetch\" type=\"application/wasm\" crossorigin />\n  \
@@ -182,21 +188,49 @@ fn bindgen(wasm: &Path, out: &Path, name: &str, target: &str) -> Result<(), Stri
         .arg(wasm))
 }
 
-/// What a reader downloads for the page before the model: every wasm, JS and CSS file in
-/// `dist`, each gzip-compressed (level 9, as a server's precompressed copy would be).
-fn page_weight(dist: &Path) -> Result<u64, String> {
+/// What a reader downloads for the page before the model (every wasm, JS and CSS file),
+/// compressed as a server sends it.
+struct Weight {
+    gzip: u64,
+    brotli: u64,
+}
+
+/// Writes `.gz` (level 9) and `.br` (quality 11) beside every HTML, wasm, JS and CSS file in
+/// `dir`, for a server that sends precompressed copies (tokscope-serve does), and sums the page's
+/// weight from them.
+fn precompress(dir: &Path) -> Result<Weight, String> {
     use std::io::Write;
-    let entries = std::fs::read_dir(dist).map_err(|e| format!("{}: {e}", dist.display()))?;
-    let mut total = 0;
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut weight = Weight { gzip: 0, brotli: 0 };
     for path in entries.filter_map(Result::ok).map(|e| e.path()) {
-        if !matches!(path.extension().and_then(|e| e.to_str()), Some("wasm" | "js" | "css")) {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !matches!(ext, "html" | "wasm" | "js" | "css") {
             continue;
         }
+        let bytes = read(&path)?;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        gz.write_all(&read(&path)?).map_err(|e| e.to_string())?;
-        total += gz.finish().map_err(|e| e.to_string())?.len() as u64;
+        gz.write_all(&bytes).map_err(|e| e.to_string())?;
+        let gz = gz.finish().map_err(|e| e.to_string())?;
+        let mut br = Vec::new();
+        let params = brotli::enc::BrotliEncoderParams {
+            quality: 11,
+            lgwin: 22,
+            ..Default::default()
+        };
+        brotli::BrotliCompress(&mut bytes.as_slice(), &mut br, &params).map_err(|e| e.to_string())?;
+        if ext != "html" {
+            weight.gzip += gz.len() as u64;
+            weight.brotli += br.len() as u64;
+        }
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        write(&path.with_file_name(format!("{name}.gz")), &gz)?;
+        write(&path.with_file_name(format!("{name}.br")), &br)?;
     }
-    Ok(total)
+    Ok(weight)
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -256,10 +290,12 @@ mod tests {
             css: "style-ab.css",
             errors: "errors-cd.js",
             start: "start-ef.js",
+            worker: "tokscope-worker-12_loader.js",
         };
         let html = fill_index(&index, "/tokscope/", &assets).unwrap();
         assert!(html.contains("<base href=\"/tokscope/\" />"));
         assert!(html.contains("href=\"/tokscope/style-ab.css\""));
+        assert!(html.contains("<meta name=\"tokscope-worker\" content=\"tokscope-worker-12_loader.js\" />"));
         assert!(html.contains("<script src=\"/tokscope/errors-cd.js\"></script>"));
         assert!(html.contains("<script type=\"module\" src=\"/tokscope/start-ef.js\"></script>"));
         let policy = tokscope_web::csp::CONTENT_SECURITY_POLICY;
@@ -281,6 +317,7 @@ mod tests {
             css: "b",
             errors: "c",
             start: "d",
+            worker: "e",
         };
         let html = fill_index(&index, "https://cdn.example/t/", &assets).unwrap();
         assert!(
@@ -296,6 +333,7 @@ mod tests {
             css: "b",
             errors: "c",
             start: "d",
+            worker: "e",
         };
         let err = fill_index("<head></head>", "/", &assets).unwrap_err();
         assert!(err.contains(CSP_MARK), "{err}");

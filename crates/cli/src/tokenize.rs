@@ -6,14 +6,17 @@ use crate::args::TokenizeArgs;
 use crate::model_file::open;
 use serde::Serialize;
 use tokscope_core::prompt::{chat_template, prompt_text};
+use tokscope_core::text_stats::TextStats;
 use tokscope_core::tokenizer::{Piece, Tokenizer};
 
+/// What `--json` prints; the page's token view shows the same pieces and counts.
 #[derive(Serialize)]
 struct Report {
     text: String,
     tokens: Vec<Piece>,
-    characters: usize,
     words: usize,
+    characters: usize,
+    tokens_per_word: Option<f64>,
 }
 
 pub fn run(a: TokenizeArgs) -> CliResult {
@@ -28,9 +31,11 @@ pub fn run(a: TokenizeArgs) -> CliResult {
     let ids = tok
         .encode_with_bos(&text, tok.add_bos && !a.no_bos)
         .map_err(|e| e.to_string())?;
+    let stats = TextStats::new(&text, ids.len());
     let report = Report {
-        characters: text.chars().count(),
-        words: text.split_whitespace().count(),
+        tokens_per_word: stats.tokens_per_word(),
+        words: stats.words,
+        characters: stats.characters,
         tokens: tok.pieces(&ids),
         text,
     };
@@ -45,12 +50,16 @@ pub fn run(a: TokenizeArgs) -> CliResult {
             (None, false) => println!("{:>7}  {:?}", p.id, p.text),
         }
     }
-    println!(
-        "{} tokens, {} words, {} characters",
-        report.tokens.len(),
-        report.words,
-        report.characters
-    );
+    let per_word = report
+        .tokens_per_word
+        .map(|r| format!(", {r:.2} tokens a word"))
+        .unwrap_or_default();
+    let TextStats {
+        tokens,
+        words,
+        characters,
+    } = stats;
+    println!("{tokens} tokens, {words} words, {characters} characters{per_word}");
     Ok(())
 }
 

@@ -133,6 +133,28 @@ fn inspect_reports_structure_and_bytes_per_token() {
 }
 
 #[test]
+fn tokenize_prints_pieces_and_counts() {
+    let m = tiny();
+    let out = tokscope(&["tokenize", "--model", s(&m), "the cat", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokens = v["tokens"].as_array().unwrap();
+    assert!(!tokens.is_empty());
+    let per_word = tokens.len() as f64 / 2.0;
+    assert_eq!(v["tokens_per_word"].as_f64(), Some(per_word));
+    assert_eq!(v["words"], 2);
+    assert_eq!(v["characters"], 7);
+    let joined: String = tokens
+        .iter()
+        .filter(|t| t["special"] == false)
+        .map(|t| t["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined.trim(), "the cat");
+    let text = tokscope(&["tokenize", "--model", s(&m), "the cat"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains(&format!("{} tokens, 2 words, 7 characters", tokens.len())));
+}
+
+#[test]
 fn inspect_explains_what_cannot_run() {
     let mut w = TinyLlama::default().writer();
     *w.meta_mut("general.architecture").unwrap() = Value::String("mamba".into());

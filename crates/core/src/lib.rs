@@ -2,7 +2,7 @@
 //!
 //! - [`gguf`]: validated, zero-copy GGUF reader (and a writer for tests and re-encoding).
 //! - [`quant`]: ggml tensor types, block layouts and dot kernels.
-//! - [`roofline`], [`agent`], [`presets`], [`meter`], [`human`]: the numbers the pages show, as
+//! - [`roofline`], [`agent`], [`presets`], [`meter`], [`text_stats`], [`human`]: the numbers the pages show, as
 //!   tested pure functions with their sources.
 
 pub mod agent;
@@ -24,4 +24,5 @@ pub mod shaped;
 pub mod shipped;
 pub mod stats;
 pub mod synthetic;
+pub mod text_stats;
 pub mod tokenizer;

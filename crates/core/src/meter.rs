@@ -15,9 +15,10 @@ pub fn reading_tok_s() -> f64 {
     READING_WPM / 60.0 / WORDS_PER_TOKEN
 }
 
-/// Words per minute for a decode rate in tok/s.
-pub fn words_per_minute(tok_s: f64) -> f64 {
-    tok_s * WORDS_PER_TOKEN * 60.0
+/// Words per minute for a decode rate in tok/s, at `words_per_token` (measured on the text,
+/// [`crate::text_stats::measured_words_per_token`], or [`WORDS_PER_TOKEN`]).
+pub fn words_per_minute(tok_s: f64, words_per_token: f64) -> f64 {
+    tok_s * words_per_token * 60.0
 }
 
 /// Latencies of decoded tokens (seconds each, after the first token), from which the meter's
@@ -108,7 +109,8 @@ mod tests {
     fn reading_line_is_about_five_tokens_a_second() {
         // DESIGN.md: 238 wpm at 0.75 words per token ≈ 5.3 tok/s; 10 tok/s ≈ 450 wpm.
         assert!((reading_tok_s() - 5.2889).abs() < 1e-3);
-        assert_eq!(words_per_minute(10.0), 450.0);
+        assert_eq!(words_per_minute(10.0, WORDS_PER_TOKEN), 450.0);
+        assert_eq!(words_per_minute(10.0, 0.5), 300.0);
     }
 
     #[test]

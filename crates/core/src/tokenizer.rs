@@ -238,13 +238,13 @@ impl Tokenizer {
 }
 
 /// One token of a text, for display ([`Tokenizer::pieces`]).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Piece {
     pub id: u32,
     pub text: String,
     pub special: bool,
     /// The raw bytes, only where they are not text by themselves.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<Vec<u8>>,
 }
 

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 use tokscope_core::sampling::SamplingParams;
+use tokscope_core::text_stats::TextStats;
+use tokscope_core::tokenizer::Piece;
 
 /// Where the model's bytes come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +132,13 @@ pub enum ToWorker {
     Forget {
         key: Option<String>,
     },
+    /// Splits a text into tokens (answered with [`FromWorker::Tokens`]): with the loaded
+    /// model's tokenizer when `model` is `None`, else with the one in that URL's GGUF header,
+    /// read by range requests without the weights.
+    Tokenize {
+        text: String,
+        model: Option<String>,
+    },
     /// Destroys the GPU device, to exercise recovery from a lost device (tests, and a
     /// "simulate" button for the curious).
     LoseDevice,
@@ -204,6 +213,21 @@ pub struct CachedModel {
     pub bytes: u64,
 }
 
+/// A text as a tokenizer splits it, for the token view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenView {
+    pub text: String,
+    pub pieces: Vec<Piece>,
+    pub stats: TextStats,
+    /// Whose vocabulary: the model's name.
+    pub tokenizer: String,
+    /// Bytes of the GGUF read to get the vocabulary without the weights (`None`: the loaded
+    /// model's own tokenizer).
+    pub header_bytes: Option<u64>,
+    /// The whole file's size, where the server said.
+    pub file_bytes: Option<u64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum FromWorker {
     /// The worker's wasm is running and listening.
@@ -256,6 +280,7 @@ pub enum FromWorker {
         aggregate_tok_s: f64,
     },
     BatchDone,
+    Tokens(TokenView),
     /// The worker's memory after a load or a run: its WebAssembly memory (which only grows:
     /// flat across runs and reloads means nothing leaks) and the GPU buffers it has created.
     Memory(MemoryReport),

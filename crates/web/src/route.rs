@@ -10,10 +10,11 @@ pub enum Panel {
     Roofline,
     Agent,
     Speed,
+    Tokens,
 }
 
 impl Panel {
-    pub const ALL: [Panel; 4] = [Panel::Run, Panel::Roofline, Panel::Agent, Panel::Speed];
+    pub const ALL: [Panel; 5] = [Panel::Run, Panel::Roofline, Panel::Agent, Panel::Speed, Panel::Tokens];
 
     pub fn slug(self) -> &'static str {
         match self {
@@ -21,6 +22,7 @@ impl Panel {
             Panel::Roofline => "roofline",
             Panel::Agent => "agent",
             Panel::Speed => "speed",
+            Panel::Tokens => "tokens",
         }
     }
 
@@ -30,6 +32,7 @@ impl Panel {
             Panel::Roofline => "tokscope: roofline calculator",
             Panel::Agent => "tokscope: agent-step latency",
             Panel::Speed => "tokscope: device speed check",
+            Panel::Tokens => "tokscope: text as tokens",
         }
     }
 
@@ -57,7 +60,7 @@ impl Route {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let unknown = || {
             format!(
-                "no such page {:?}: try #/embed/run, #/embed/roofline, #/embed/agent or #/embed/speed",
+                "no such page {:?}: try #/embed/run, #/embed/roofline, #/embed/agent, #/embed/speed or #/embed/tokens",
                 format!("#{path}")
             )
         };

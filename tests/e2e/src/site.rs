@@ -111,3 +111,13 @@ fn newest_change(path: &Path) -> Option<std::time::SystemTime> {
         .filter_map(|e| newest_change(&e.path()));
     own.into_iter().chain(inner).max()
 }
+
+/// Percent-encodes everything but unreserved characters (RFC 3986 §2.3), for URL settings.
+pub fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|c| match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (c as char).to_string(),
+            _ => format!("%{c:02X}"),
+        })
+        .collect()
+}

@@ -8,7 +8,7 @@ use tokscope_core::gguf::Value;
 use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::site::{DONE, READY, root, screenshot_path, serve_dist};
+use tokscope_e2e::site::{DONE, READY, root, screenshot_path, serve_dist, url_encode};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -158,14 +158,4 @@ async fn the_content_security_policy_is_in_force() {
         "{errors:?}"
     );
     b.close().await;
-}
-
-/// Percent-encodes everything but unreserved characters (RFC 3986 §2.3).
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|c| match c {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (c as char).to_string(),
-            _ => format!("%{c:02X}"),
-        })
-        .collect()
 }

@@ -77,3 +77,11 @@ pub enum GgufError {
     #[error("missing required tensor {name:?}")]
     MissingTensor { name: String },
 }
+
+impl GgufError {
+    /// The bytes ran out before the structure did: a prefix of a longer file (a range read of
+    /// its header) may parse once more of it is read. On a whole file this is a real error.
+    pub fn wants_more_bytes(&self) -> bool {
+        matches!(self, GgufError::Truncated { .. } | GgufError::CountTooLarge { .. })
+    }
+}

@@ -69,7 +69,18 @@ pub struct Gguf<B> {
 impl<B: AsRef<[u8]>> Gguf<B> {
     /// Parses and validates the whole file structure; tensor data is bounds-checked, not read.
     pub fn parse(bytes: B) -> Result<Self, GgufError> {
-        let header = parse_header(bytes.as_ref())?;
+        Self::from_header(parse_header(bytes.as_ref(), Sections::Whole)?, bytes)
+    }
+
+    /// The metadata alone, from a prefix of the file that holds it (the tensor list and data are
+    /// not read): enough for the tokenizer, whose keys are a few MB at the front of a model of
+    /// hundreds. A prefix that stops inside the metadata is [`GgufError::Truncated`]: read
+    /// more and try again.
+    pub fn parse_metadata(bytes: B) -> Result<Self, GgufError> {
+        Self::from_header(parse_header(bytes.as_ref(), Sections::Metadata)?, bytes)
+    }
+
+    fn from_header(header: Header, bytes: B) -> Result<Self, GgufError> {
         Ok(Self {
             bytes,
             version: header.version,
@@ -250,7 +261,14 @@ const MIN_KV_SIZE: u64 = 13;
 /// Smallest possible tensor info: name length (8) + n_dims (4) + one dim (8) + type (4) + offset (8).
 const MIN_TENSOR_INFO_SIZE: u64 = 32;
 
-fn parse_header(bytes: &[u8]) -> Result<Header, GgufError> {
+/// How much of the header to read.
+#[derive(PartialEq)]
+enum Sections {
+    Whole,
+    Metadata,
+}
+
+fn parse_header(bytes: &[u8], sections: Sections) -> Result<Header, GgufError> {
     let mut c = Cursor::new(bytes);
     let magic = c.take(4, &|| "magic".into()).map_err(|_| GgufError::BadMagic {
         found: bytes[..bytes.len().min(4)].to_vec(),
@@ -299,6 +317,15 @@ fn parse_header(bytes: &[u8]) -> Result<Header, GgufError> {
             value as u64
         }
     };
+    if sections == Sections::Metadata {
+        return Ok(Header {
+            version,
+            alignment,
+            data_offset: 0,
+            metadata,
+            tensors: Vec::new(),
+        });
+    }
 
     let mut raw_tensors = Vec::with_capacity(tensor_count as usize);
     for i in 0..tensor_count {

@@ -314,3 +314,33 @@ fn missing_and_wrong_typed_keys() {
     assert_eq!(g.opt_u64("absent"), Ok(None));
     assert!(matches!(g.require_tensor("zz"), Err(GgufError::MissingTensor { .. })));
 }
+
+#[test]
+fn the_metadata_parses_from_a_prefix_and_a_shorter_one_asks_for_more() {
+    let w = sample();
+    let bytes = w.to_bytes();
+    let mut first_ok = None;
+    for n in 0..=bytes.len() {
+        match Gguf::parse_metadata(&bytes[..n]) {
+            Ok(g) => {
+                assert_eq!(g.metadata(), &w.metadata[..], "prefix of {n} bytes");
+                assert!(g.tensors().is_empty());
+                first_ok.get_or_insert(n);
+            }
+            Err(e) => {
+                assert!(
+                    first_ok.is_none(),
+                    "{n} bytes failed after a shorter prefix parsed: {e}"
+                );
+                assert!(e.wants_more_bytes() || n < 8, "{n} bytes: {e}");
+            }
+        }
+    }
+    let n = first_ok.unwrap();
+    let data_start = Gguf::parse(&bytes[..]).unwrap().data_offset as usize;
+    assert!(
+        n < data_start,
+        "the metadata ({n} bytes) ends before the tensor data ({data_start})"
+    );
+    assert!(Gguf::parse(&bytes[..n]).is_err(), "the whole parse needs the tensors");
+}

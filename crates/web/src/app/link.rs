@@ -11,11 +11,23 @@ thread_local! {
     static WORKER: RefCell<Option<web_sys::Worker>> = const { RefCell::new(None) };
 }
 
-/// build-web's loader for the worker binary, next to the page (relative, so a sub-path works).
-const WORKER_URL: &str = "./tokscope-worker_loader.js";
+/// build-web's loader for the worker binary, content-hashed and named in the page's
+/// `<meta name="tokscope-worker">` (relative to the page's base, so a sub-path works).
+fn worker_url() -> Result<String, String> {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector("meta[name=tokscope-worker]").ok().flatten())
+        .and_then(|m| m.get_attribute("content"))
+        .map(|name| format!("./{name}"))
+        .ok_or_else(|| {
+            "the page names no engine worker (<meta name=\"tokscope-worker\">): build it with `cargo xtask build-web`"
+                .into()
+        })
+}
 
 pub fn spawn(state: State) -> Result<(), String> {
-    let worker = web_sys::Worker::new(WORKER_URL).map_err(|e| format!("the engine's worker did not start: {e:?}"))?;
+    let worker =
+        web_sys::Worker::new(&worker_url()?).map_err(|e| format!("the engine's worker did not start: {e:?}"))?;
     let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
         match ev.data().as_string().as_deref().map(parse::<FromWorker>) {
             Some(Ok(m)) => state.apply(m),

@@ -4,7 +4,8 @@
 
 use super::state::State;
 use leptos::prelude::*;
-use tokscope_core::meter::{READING_WPM, reading_tok_s, words_per_minute};
+use tokscope_core::meter::{READING_WPM, WORDS_PER_TOKEN, reading_tok_s, words_per_minute};
+use tokscope_core::text_stats::{MIN_TOKENS_FOR_RATIO, measured_words_per_token};
 
 /// Tokens the sparkline shows (the most recent).
 const SPARK_TOKENS: usize = 96;
@@ -30,7 +31,21 @@ fn spark_points(latencies: &[f64]) -> String {
 pub fn Meter(state: State) -> impl IntoView {
     let current = move || state.meter.with(|m| m.current_tok_s());
     let mean = move || state.meter.with(|m| m.mean_tok_s());
-    let wpm = move || mean().or(current()).map(words_per_minute);
+    // Words per token measured on the text being generated, once it is long enough; until then
+    // the rule of thumb, and the line says which.
+    let measured = move || {
+        state
+            .output
+            .with(|o| measured_words_per_token(o, state.generated.get()))
+    };
+    let ratio = move || measured().unwrap_or(WORDS_PER_TOKEN);
+    let wpm = move || mean().or(current()).map(|r| words_per_minute(r, ratio()));
+    let ratio_line = move || match measured() {
+        Some(r) => format!(" at {r:.2} words a token, measured on this text."),
+        None => format!(
+            " at {WORDS_PER_TOKEN} words a token (a rule of thumb for English, until {MIN_TOKENS_FOR_RATIO} tokens are generated)."
+        ),
+    };
     // The bar's scale: the reading line sits at a quarter unless the rate is far above it.
     let scale = move || (READING_WPM * 4.0).max(wpm().unwrap_or(0.0) * 1.1);
     let latest_ms = move || state.meter.with(|m| m.latencies().last().map(|s| s * 1e3));
@@ -61,8 +76,9 @@ pub fn Meter(state: State) -> impl IntoView {
                     <div class="line" style:left=move || format!("{:.1}%", 100.0 * READING_WPM / scale())
                         title="reading speed"></div></div>
                 <p>
-                    <span data-testid="wpm">{move || fmt(wpm(), 0)}</span>
-                    {format!(" words/min; people read about {READING_WPM:.0} (≈{:.1} tok/s at 0.75 words a token).", reading_tok_s())}
+                    <span data-testid="wpm">{move || fmt(wpm(), 0)}</span>" words/min"
+                    <span data-testid="wpm-ratio">{ratio_line}</span>
+                    {format!(" People read about {READING_WPM:.0} (≈{:.1} tok/s at {WORDS_PER_TOKEN} words a token).", reading_tok_s())}
                 </p>
             </div>
         </section>

@@ -14,6 +14,7 @@ mod run_panel;
 mod share;
 mod speed_panel;
 mod state;
+mod tokens_panel;
 
 use crate::params::{AgentSettings, RooflineSettings, RunSettings, Settings};
 use crate::protocol::{ModelSource, ToWorker};
@@ -46,7 +47,16 @@ fn query_pairs(query: &str) -> Vec<(String, String)> {
 
 /// Every panel's settings from the URL: the page's `?query` and then the fragment's (links
 /// and embeds put theirs after `#/panel?`), with one message per rejected value.
-fn url_settings(route: &Route) -> (RunSettings, RooflineSettings, AgentSettings, Vec<String>) {
+/// Every panel's settings from the URL, and the token view's `text=`.
+struct UrlSettings {
+    run: RunSettings,
+    roofline: RooflineSettings,
+    agent: AgentSettings,
+    text: Option<String>,
+    errors: Vec<String>,
+}
+
+fn url_settings(route: &Route) -> UrlSettings {
     let search = web_sys::window()
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
@@ -58,7 +68,18 @@ fn url_settings(route: &Route) -> (RunSettings, RooflineSettings, AgentSettings,
     errors.extend(e);
     let (agent, e) = AgentSettings::from_pairs(view());
     errors.extend(e);
-    (run, roofline, agent, errors)
+    let text = pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == tokens_panel::TEXT_KEY)
+        .map(|(_, v)| v.clone());
+    UrlSettings {
+        run,
+        roofline,
+        agent,
+        text,
+        errors,
+    }
 }
 
 fn current_route() -> (Route, Option<String>) {
@@ -102,9 +123,16 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
 pub fn start() {
     console_error_panic_hook::set_once();
     let (route, route_error) = current_route();
-    let (run, roofline, agent, mut errors) = url_settings(&route);
+    let UrlSettings {
+        run,
+        roofline,
+        agent,
+        text,
+        mut errors,
+    } = url_settings(&route);
     errors.extend(route_error);
-    let state = State::new(run, roofline, agent);
+    let header_only = route.embed && route.panel == Some(Panel::Tokens);
+    let state = State::new(run, roofline, agent, tokens_panel::Tokens::new(text, header_only));
     // A shared speed-check result (`#/speed?tok_s=…`) shows as its card.
     let shared = (route.panel == Some(Panel::Speed))
         .then(|| SpeedResult::from_pairs(query_pairs(&route.query).iter().map(|(k, v)| (k.as_str(), v.as_str()))))
@@ -113,8 +141,10 @@ pub fn start() {
     if !errors.is_empty() {
         state.notice.set(Some(errors.join("; ")));
     }
-    // The calculators need no model: their embeds start no engine and download nothing.
-    let engine = !route.embed || matches!(route.panel, Some(Panel::Run | Panel::Speed));
+    // The calculators need no model: their embeds start no engine and download nothing. The
+    // token view's embed starts the engine for the tokenizer alone, without the weights.
+    let engine = !route.embed || matches!(route.panel, Some(Panel::Run | Panel::Speed | Panel::Tokens));
+    let load_model = engine && !header_only;
     if engine && let Err(e) = link::spawn(state) {
         state.fail(e);
     }
@@ -130,7 +160,7 @@ pub fn start() {
     on_hash.forget();
     // Effects need the executor that mounting sets up, so they are made inside.
     leptos::mount::mount_to_body(move || {
-        if engine {
+        if load_model {
             start_effects(state);
         }
         match (route.embed, route.panel) {
@@ -235,6 +265,7 @@ fn App(state: State, shared: Option<SpeedResult>) -> impl IntoView {
             <model_panel::ModelPanel state/>
             <speed_panel::SpeedPanel state shared=shared.clone()/>
             <roofline_panel::RooflinePanel state/>
+            <tokens_panel::TokensPanel state/>
             <agent_panel::AgentPanel state/>
             <explain::Explainers/>
         </main>
@@ -249,6 +280,7 @@ fn Embed(state: State, panel: Panel, shared: Option<SpeedResult>) -> impl IntoVi
         Panel::Roofline => view! { <roofline_panel::RooflinePanel state/> }.into_any(),
         Panel::Agent => view! { <agent_panel::AgentPanel state/> }.into_any(),
         Panel::Speed => view! { <speed_panel::SpeedPanel state shared/><meter::Meter state/> }.into_any(),
+        Panel::Tokens => view! { <tokens_panel::TokensPanel state/> }.into_any(),
     };
     let engine = matches!(panel, Panel::Run | Panel::Speed);
     view! {

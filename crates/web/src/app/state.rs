@@ -54,6 +54,7 @@ pub struct State {
     pub speed: RwSignal<super::speed_panel::Stage>,
     pub dial: RwSignal<super::dial_panel::Dial>,
     pub batch: RwSignal<super::batch_panel::BatchDial>,
+    pub tokens: RwSignal<super::tokens_panel::Tokens>,
 }
 
 /// Records the first time of an event (ms since navigation) as `window.<key>`, for the
@@ -75,8 +76,14 @@ pub fn page_now_s() -> f64 {
 }
 
 impl State {
-    pub fn new(settings: RunSettings, roofline: RooflineSettings, agent: AgentSettings) -> Self {
+    pub fn new(
+        settings: RunSettings,
+        roofline: RooflineSettings,
+        agent: AgentSettings,
+        tokens: super::tokens_panel::Tokens,
+    ) -> Self {
         Self {
+            tokens: RwSignal::new(tokens),
             roofline: RwSignal::new(roofline),
             agent: RwSignal::new(agent),
             probe: RwSignal::new(None),
@@ -234,9 +241,26 @@ impl State {
                 .batch
                 .update(|b| b.points.push((batch, per_user_tok_s, aggregate_tok_s))),
             FromWorker::Memory(m) => self.memory.set(Some(m)),
+            FromWorker::Tokens(view) => self.tokens.update(|t| {
+                t.busy = false;
+                t.error = None;
+                t.view = Some(view);
+            }),
             FromWorker::BatchDone => {
                 self.batch.update(|b| b.running = false);
                 self.status.set("Batch dial: done.".into());
+            }
+            // With nothing else in flight, an error answers the token view's request: it shows
+            // there, and the page's model and run stay as they were.
+            FromWorker::Error { message }
+                if self.tokens.with_untracked(|t| t.busy)
+                    && !self.running.get_untracked()
+                    && self.loading.get_untracked().is_none() =>
+            {
+                self.tokens.update(|t| {
+                    t.busy = false;
+                    t.error = Some(message);
+                })
             }
             FromWorker::Error { message } => {
                 self.batch.update(|b| b.running = false);

@@ -38,11 +38,23 @@ impl Progress {
     }
 }
 
-/// Downloads `url` (resolved against the page) into memory, posting progress.
-pub async fn download(url: &str) -> Result<Vec<u8>, String> {
-    // A reader-given address: no cookies or HTTP authentication go with it, to any origin.
+/// The page's limit on a model's size, with the address in the message.
+fn within_limit(url: &str, bytes: u64) -> Result<(), String> {
+    check_wasm_model_size(bytes).map_err(|e| format!("{url}: {e}"))
+}
+
+/// A fetch of a reader-given address: no cookies or HTTP authentication go with it, to any
+/// origin. `prefix` asks for the first bytes only (a `Range` request).
+async fn request(url: &str, prefix: Option<u64>) -> Result<web_sys::Response, String> {
     let init = web_sys::RequestInit::new();
     init.set_credentials(web_sys::RequestCredentials::Omit);
+    if let Some(n) = prefix {
+        let headers = web_sys::Headers::new().map_err(|e| describe(&e))?;
+        headers
+            .set("Range", &format!("bytes=0-{}", n.saturating_sub(1)))
+            .map_err(|e| describe(&e))?;
+        init.set_headers(&headers);
+    }
     let resp = JsFuture::from(scope().fetch_with_str_and_init(url, &init))
         .await
         .map_err(|e| {
@@ -61,19 +73,24 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
             resp.status_text()
         ));
     }
-    let total = resp
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(t) = total {
-        check_wasm_model_size(t).map_err(|e| format!("{url}: {e}"))?;
-    }
+    Ok(resp)
+}
+
+fn header(resp: &web_sys::Response, name: &str) -> Option<String> {
+    resp.headers().get(name).ok().flatten()
+}
+
+/// A response's body in one `Vec`, posting download progress when asked, held to the page's
+/// size limit as it streams (a server may send no length, or a wrong one).
+async fn read_body(
+    resp: &web_sys::Response,
+    url: &str,
+    total: Option<u64>,
+    mut progress: Option<Progress>,
+) -> Result<Vec<u8>, String> {
     let body = resp.body().ok_or_else(|| format!("{url}: the response has no body"))?;
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
     let mut out = Vec::with_capacity(total.unwrap_or(0) as usize);
-    let mut progress = Progress::new(Phase::Download, total);
     loop {
         let chunk = JsFuture::from(reader.read()).await.map_err(|e| {
             format!(
@@ -91,13 +108,16 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
         let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(|e| describe(&e))?;
         let bytes: js_sys::Uint8Array = value.unchecked_into();
         let at = out.len();
-        // A server that sent no length (or a wrong one) is held to the same limit as it streams.
-        check_wasm_model_size((at + bytes.length() as usize) as u64).map_err(|e| format!("{url}: {e}"))?;
+        within_limit(url, (at + bytes.length() as usize) as u64)?;
         out.resize(at + bytes.length() as usize, 0);
         bytes.copy_to(&mut out[at..]);
-        progress.report(out.len() as u64, false);
+        if let Some(p) = progress.as_mut() {
+            p.report(out.len() as u64, false);
+        }
     }
-    progress.report(out.len() as u64, true);
+    if let Some(p) = progress.as_mut() {
+        p.report(out.len() as u64, true);
+    }
     if let Some(t) = total
         && t != out.len() as u64
     {
@@ -109,10 +129,51 @@ pub async fn download(url: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// Downloads `url` (resolved against the page) into memory, posting progress.
+pub async fn download(url: &str) -> Result<Vec<u8>, String> {
+    let resp = request(url, None).await?;
+    let total = header(&resp, "content-length").and_then(|v| v.parse::<u64>().ok());
+    if let Some(t) = total {
+        within_limit(url, t)?;
+    }
+    read_body(&resp, url, total, Some(Progress::new(Phase::Download, total))).await
+}
+
+/// The front of a file, from [`download_prefix`].
+pub struct Prefix {
+    pub bytes: Vec<u8>,
+    /// The bytes are the whole file (it is shorter than asked, or the server ignored `Range`).
+    pub whole: bool,
+    /// The file's size, where the server said.
+    pub file_bytes: Option<u64>,
+}
+
+/// The first `len` bytes of `url` by a `Range` request; a server that ignores ranges answers
+/// with the whole file (200), which is then read whole.
+pub async fn download_prefix(url: &str, len: u64) -> Result<Prefix, String> {
+    let resp = request(url, Some(len)).await?;
+    let length = header(&resp, "content-length").and_then(|v| v.parse::<u64>().ok());
+    let partial = resp.status() == 206;
+    // "bytes 0-1048575/98362432": the size after the slash ("*" when unknown).
+    let file_bytes = match partial {
+        true => header(&resp, "content-range").and_then(|v| v.rsplit('/').next()?.parse().ok()),
+        false => length,
+    };
+    if let Some(t) = file_bytes.filter(|_| !partial) {
+        within_limit(url, t)?;
+    }
+    let bytes = read_body(&resp, url, length, None).await?;
+    Ok(Prefix {
+        whole: !partial || (bytes.len() as u64) < len,
+        bytes,
+        file_bytes,
+    })
+}
+
 /// The bytes of a picked or dropped file.
 pub async fn read_file(file: &web_sys::File) -> Result<Vec<u8>, String> {
     let total = file.size() as u64;
-    check_wasm_model_size(total).map_err(|e| format!("{}: {e}", file.name()))?;
+    within_limit(&file.name(), total)?;
     let mut progress = Progress::new(Phase::Download, Some(total));
     progress.report(0, true);
     let buf = JsFuture::from(file.array_buffer())

@@ -8,7 +8,7 @@ use super::fetch::{self, Progress};
 use super::js::{describe, now_s, post, yield_now};
 use crate::protocol::{
     BackendChoice, BackendInfo, FromWorker, GenerateRequest, MemoryReport, ModelInfo, ModelSource, Phase, ProbeReport,
-    StopReason, ToWorker,
+    StopReason, ToWorker, TokenView,
 };
 use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
@@ -21,6 +21,7 @@ use tokscope_core::prompt::{chat_template, prompt_tokens};
 use tokscope_core::quant::GgmlType;
 use tokscope_core::requant::{DIAL, encoded_len, requantize};
 use tokscope_core::sampling::Sampler;
+use tokscope_core::text_stats::TextStats;
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::batch::Batch;
@@ -48,6 +49,9 @@ pub struct Worker {
     jobs: UnboundedSender<Job>,
     stop: Rc<Cell<bool>>,
     loaded: Option<Loaded>,
+    /// The last vocabulary read from a GGUF header for the token view, by URL (the page asks
+    /// again for each text).
+    vocab: Option<Vocab>,
     /// Bumped whenever a GPU engine is replaced, so a late device-lost callback for an old one
     /// is ignored.
     generation: u64,
@@ -59,6 +63,7 @@ impl Worker {
             jobs,
             stop,
             loaded: None,
+            vocab: None,
             generation: 0,
         }
     }
@@ -76,6 +81,7 @@ impl Worker {
             Job::Message(ToWorker::Probe, _) => self.probe().await,
             Job::Message(ToWorker::BatchDial { batches, tokens }, _) => self.batch_dial(&batches, tokens).await,
             Job::Message(ToWorker::Requantize { precision }, _) => self.requantize(precision).await,
+            Job::Message(ToWorker::Tokenize { text, model }, _) => self.tokenize(text, model).await,
             Job::Message(ToWorker::Stop, _) => Ok(()),
             Job::DeviceLost { generation, message } if generation == self.generation => self.recover(message).await,
             Job::DeviceLost { .. } => Ok(()),
@@ -474,6 +480,82 @@ impl Worker {
         post(&FromWorker::Done { generated, reason });
         post_memory(&loaded.runner);
         Ok(())
+    }
+}
+
+/// A tokenizer read from the front of a GGUF, without its weights.
+struct Vocab {
+    url: String,
+    name: String,
+    tokenizer: Tokenizer,
+    header_bytes: u64,
+    file_bytes: Option<u64>,
+}
+
+/// The first range read for a vocabulary: the default model's tokenizer keys end before
+/// 2 MB; Gemma 3's (262,144 tokens) before 8 MB.
+const FIRST_HEADER_READ: u64 = 1 << 20;
+/// Past this, a header is not a tokenizer the page should hold.
+const MAX_HEADER_READ: u64 = 64 << 20;
+
+impl Worker {
+    /// Splits `text` with the loaded model's tokenizer, or with the one in `model`'s header.
+    async fn tokenize(&mut self, text: String, model: Option<String>) -> Result<(), String> {
+        let (tokenizer, name, header_bytes, file_bytes) = match (&model, &self.loaded) {
+            (None, Some(l)) => (&l.tokenizer, l.info.name.clone(), None, Some(l.info.file_bytes)),
+            (None, None) => return Err("the token view needs a model: load one first".into()),
+            (Some(url), _) => {
+                if self.vocab.as_ref().is_none_or(|v| &v.url != url) {
+                    self.vocab = Some(read_vocab(url).await?);
+                }
+                let v = self.vocab.as_ref().expect("just read");
+                (&v.tokenizer, v.name.clone(), Some(v.header_bytes), v.file_bytes)
+            }
+        };
+        let ids = tokenizer
+            .encode_with_bos(&text, tokenizer.add_bos)
+            .map_err(|e| format!("could not tokenize the text: {e}"))?;
+        post(&FromWorker::Tokens(TokenView {
+            stats: TextStats::new(&text, ids.len()),
+            pieces: tokenizer.pieces(&ids),
+            text,
+            tokenizer: name,
+            header_bytes,
+            file_bytes,
+        }));
+        Ok(())
+    }
+}
+
+/// The tokenizer in the GGUF at `url`, read by growing range requests until its metadata is
+/// whole (a server without ranges sends the file, which then serves whole).
+async fn read_vocab(url: &str) -> Result<Vocab, String> {
+    crate::protocol::check_model_setting(url)?;
+    let mut len = FIRST_HEADER_READ;
+    loop {
+        let prefix = fetch::download_prefix(url, len).await?;
+        let read = prefix.bytes.len() as u64;
+        match Gguf::parse_metadata(prefix.bytes.as_slice()) {
+            Ok(gguf) => {
+                let name = url.rsplit('/').next().unwrap_or(url);
+                let tokenizer = Tokenizer::from_gguf(&gguf).map_err(|e| format!("{name}: {e}"))?;
+                return Ok(Vocab {
+                    url: url.into(),
+                    name: gguf.opt_str("general.name").ok().flatten().unwrap_or(name).to_string(),
+                    tokenizer,
+                    header_bytes: read,
+                    file_bytes: prefix.file_bytes,
+                });
+            }
+            Err(e) if e.wants_more_bytes() && !prefix.whole && len < MAX_HEADER_READ => len *= 4,
+            Err(e) if e.wants_more_bytes() && !prefix.whole => {
+                return Err(format!(
+                    "{url}: the GGUF's metadata runs past its first {} MB: too large a vocabulary for the token view",
+                    MAX_HEADER_READ >> 20
+                ));
+            }
+            Err(e) => return Err(format!("{url}: {e}")),
+        }
     }
 }
 
