@@ -40,9 +40,14 @@ command -v node >/dev/null || apt_install nodejs
 command -v chromium >/dev/null || apt_install chromium
 command -v chromedriver >/dev/null || apt_install chromium-driver
 
-# With --fuzz (scripts/test.sh): the fuzz targets' tools, libFuzzer through cargo-fuzz on the
-# nightly pinned in fuzz/rust-toolchain.toml (sanitizers need it; the product builds on stable).
-if [ "${1:-}" = "--fuzz" ]; then
+# With --test (scripts/test.sh): the fuzz targets' tools, libFuzzer through cargo-fuzz on the
+# nightly pinned in fuzz/rust-toolchain.toml (sanitizers need it; the product builds on stable),
+# and axe-core (npm, pinned) for the browser tests' accessibility checks.
+if [ "${1:-}" = "--test" ]; then
+  command -v npm >/dev/null || apt_install npm
+  axe=target/npm/node_modules/axe-core
+  grep -qs '"version": "4.11.1"' "$axe/package.json" ||
+    npm install --silent --no-save --no-audit --no-fund --prefix target/npm axe-core@4.11.1
   nightly=$(sed -n 's/^channel = "\(.*\)"/\1/p' fuzz/rust-toolchain.toml)
   rustup toolchain list | grep -q "^$nightly" || rustup toolchain install "$nightly" --profile minimal
   cargo fuzz --version 2>/dev/null | grep -q " 0.13.2$" || cargo install -q cargo-fuzz --locked --version 0.13.2

@@ -5,7 +5,7 @@
 # short run of every fuzz target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --fuzz
+scripts/setup.sh --test
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 
 echo "== cargo fmt --check"

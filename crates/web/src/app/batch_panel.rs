@@ -45,7 +45,7 @@ pub fn BatchPanel(state: State) -> impl IntoView {
                 "binds, both move less. This runs on the engine the page loaded: "
                 <span data-testid="batch-backend">{move || state.model.get().map(|m| m.backend.label).unwrap_or_default()}</span>"."</p>
             <button data-testid="batch-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the batch dial"</button>
-            <table class="dial-table">
+            <div class="table-wrap" tabindex="0" role="region" aria-label="batch dial results"><table class="dial-table">
                 <thead><tr><th>"Batch"</th><th>"Per user tok/s"</th><th>"Aggregate tok/s"</th><th class="bars-h">"(bars: aggregate, per user)"</th></tr></thead>
                 <tbody>{move || state.batch.get().points.into_iter().map(|(b, user, all)| view! {
                     <tr data-testid=format!("batch-row-{b}")>
@@ -58,7 +58,7 @@ pub fn BatchPanel(state: State) -> impl IntoView {
                         </td>
                     </tr>
                 }).collect_view()}</tbody>
-            </table>
+            </table></div>
         </div>
     }
 }

@@ -161,7 +161,7 @@ pub fn DialPanel(state: State) -> impl IntoView {
                 Stage::Restoring => "Restoring the file's own encoding…".into(),
                 Stage::Done => "Done.".into(),
             }}</p>
-            <table class="dial-table">
+            <div class="table-wrap" tabindex="0" role="region" aria-label="precision dial results"><table class="dial-table">
                 <thead><tr><th>"Precision"</th><th>"MB per token"</th><th>"Decode tok/s"</th><th>"Effective GB/s"</th><th>"Ceiling tok/s"</th><th>"of ceiling"</th></tr></thead>
                 <tbody>{move || state.dial.get().points.into_iter().map(|p| {
                     let ceiling = probe_gb_s().map(|g| g * 1e9 / p.bytes_per_token as f64);
@@ -176,7 +176,7 @@ pub fn DialPanel(state: State) -> impl IntoView {
                         </tr>
                     }
                 }).collect_view()}</tbody>
-            </table>
+            </table></div>
             {move || state.dial.get().skipped.into_iter().map(|s| view! { <p class="note" data-testid="dial-skipped">{format!("Skipped {s}")}</p> }).collect_view()}
             <svg class="chart" data-testid="dial-chart" viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img"
                 aria-label="decode tok/s against bytes per token, log-log, with the bandwidth ceiling">
