@@ -26,12 +26,12 @@ echo "== build it again for hosting under a sub-path (the e2e tests serve it at 
 cargo xtask build-web --public-url /tokscope/ --dist target/subpath/tokscope
 echo "== tests (clippy; GPU kernels on lavapipe or the machine's GPU: a missing adapter fails; the page in headless Chromium)"
 TOKSCOPE_REQUIRE_GPU=1 cargo test --workspace --locked
-# The wasm tests build in release: they share the page's compiled dependencies.
+# The wasm tests build in the page's profile (wasm-release): they share its compiled dependencies.
 echo "== tests in WebAssembly (Node): the browser's CPU fallback gives the same tokens"
-cargo test -p tokscope-core --locked --release --target wasm32-unknown-unknown --test wasm_engine
+cargo test -p tokscope-core --locked --profile wasm-release --target wasm32-unknown-unknown --test wasm_engine
 echo "== GPU engine tests in headless Chromium's WebGPU (a dedicated worker, as the page runs it)"
 CHROMEDRIVER=$(command -v chromedriver) WASM_BINDGEN_TEST_TIMEOUT=600 \
-  cargo test -p tokscope-gpu --locked --release --target wasm32-unknown-unknown --test browser_engine
+  cargo test -p tokscope-gpu --locked --profile wasm-release --target wasm32-unknown-unknown --test browser_engine
 # Each fuzz target for a short while from its seeds (the long runs: `cargo xtask fuzz run`).
 echo "== fuzz smoke: every target 15 s (libFuzzer, AddressSanitizer, debug assertions)"
 cargo xtask fuzz run --seconds 15
