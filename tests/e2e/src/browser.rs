@@ -120,6 +120,23 @@ impl Browser {
         input.send_keys(path.to_str().expect("a UTF-8 path")).await.unwrap();
     }
 
+    /// Fails unless the page fits its viewport's width (no sideways scrolling), naming the
+    /// leaf elements that stick out so a failure says where to look.
+    pub async fn assert_no_sideways_scroll(&self, what: &str) {
+        let overflow = self
+            .eval("return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+            .await;
+        let wide = self
+            .eval(
+                "const w = document.documentElement.clientWidth; return Array.from(document.querySelectorAll('body *'))\
+                 .filter(e => e.getBoundingClientRect().right > w + 0.5 && e.children.length === 0)\
+                 .slice(0, 6).map(e => e.tagName + '.' + e.className + '[' + (e.dataset.testid || '') + '] ' + \
+                 Math.round(e.getBoundingClientRect().right));",
+            )
+            .await;
+        assert_eq!(overflow, 0, "{what} scrolls sideways: {wide}");
+    }
+
     /// The text of the element with this `data-testid` ("" when absent).
     pub async fn text(&self, testid: &str) -> String {
         let js =

@@ -117,19 +117,7 @@ async fn no_route_scrolls_sideways_at_360_px() {
     for (route, drawn) in ROUTES {
         b.client.goto(&server.url(route)).await.unwrap();
         b.wait_for(drawn, WAIT).await.unwrap();
-        let overflow = b
-            .eval("return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
-            .await;
-        // What sticks out, deepest first, to say where to look.
-        let wide = b
-            .eval(
-                "const w = document.documentElement.clientWidth; return Array.from(document.querySelectorAll('body *'))\
-                 .filter(e => e.getBoundingClientRect().right > w + 0.5 && e.children.length === 0)\
-                 .slice(0, 6).map(e => e.tagName + '.' + e.className + '[' + (e.dataset.testid || '') + '] ' + \
-                 Math.round(e.getBoundingClientRect().right));",
-            )
-            .await;
-        assert_eq!(overflow, 0, "{route} scrolls sideways at 360 px: {wide}");
+        b.assert_no_sideways_scroll(&format!("{route} at 360 px")).await;
     }
     b.screenshot(&screenshot_path("mobile-360-tokens.png")).await.unwrap();
     b.close().await;

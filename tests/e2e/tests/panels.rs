@@ -421,10 +421,7 @@ async fn the_panels_fit_a_360_px_phone() {
     ] {
         b.client.goto(&server.url(&format!("index.html{route}"))).await.unwrap();
         b.wait_for(&present(testid), WAIT).await.unwrap();
-        let overflow = b
-            .eval("return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
-            .await;
-        assert_eq!(overflow, 0, "{route} scrolls sideways at 360 px");
+        b.assert_no_sideways_scroll(&format!("{route} at 360 px")).await;
         b.screenshot(&screenshot_path(shot)).await.unwrap();
     }
     assert_eq!(b.page_errors().await, Vec::<String>::new());
