@@ -2,7 +2,7 @@
 //!
 //! - [`gguf`]: validated, zero-copy GGUF reader (and a writer for tests and re-encoding).
 //! - [`quant`]: ggml tensor types, block layouts and dot kernels.
-//! - [`roofline`], [`agent`], [`presets`], [`meter`], [`text_stats`], [`human`]: the numbers the pages show, as
+//! - [`roofline`], [`agent`], [`presets`], [`meter`], [`text_stats`], [`lesson`], [`human`]: the numbers and sentences the pages show, as
 //!   tested pure functions with their sources.
 
 pub mod agent;
@@ -10,6 +10,7 @@ pub mod chat;
 pub mod cpu;
 pub mod gguf;
 pub mod human;
+pub mod lesson;
 pub mod limits;
 pub mod malformed;
 pub mod meter;

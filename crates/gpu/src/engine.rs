@@ -29,7 +29,7 @@ use tokscope_core::cpu::ops::rope_table;
 use tokscope_core::model::{Family, Model, Weight};
 use tokscope_core::quant::GgmlType;
 
-pub const OPS_SHADER: &str = include_str!("ops.wgsl");
+pub const OPS_SHADER: &str = crate::wgsl!("ops.wgsl");
 /// The most candidates the top-k kernel returns; samplers wanting more read every logit.
 pub const MAX_TOP_K: usize = 64;
 /// The most sequences one engine decodes together ([`GpuEngine::with_sequences`]).

@@ -10,5 +10,18 @@ pub mod probe;
 pub mod readback;
 pub mod repack;
 pub mod runner;
+pub mod wgsl_compact;
 
 pub use device::{AdapterSummary, GpuContext, GpuError};
+
+/// A kernel's WGSL: the file as written natively, its compacted copy (build.rs) in the page.
+macro_rules! wgsl {
+    ($name:literal) => {{
+        #[cfg(target_arch = "wasm32")]
+        let source = include_str!(concat!(env!("OUT_DIR"), "/", $name));
+        #[cfg(not(target_arch = "wasm32"))]
+        let source = include_str!($name);
+        source
+    }};
+}
+pub(crate) use wgsl;

@@ -9,7 +9,7 @@ use crate::{GpuContext, GpuError};
 use std::collections::HashMap;
 use tokscope_core::quant::GgmlType;
 
-pub const SHADER: &str = include_str!("matvec.wgsl");
+pub const SHADER: &str = crate::wgsl!("matvec.wgsl");
 
 /// What matvec.wgsl needs in front of it where the adapter has subgroups: the sum over a row
 /// group's lanes by shuffles (`subgroupShuffleXor`, a butterfly of log2(LANES) steps).

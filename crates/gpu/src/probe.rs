@@ -6,7 +6,7 @@
 use crate::GpuContext;
 use serde::Serialize;
 
-pub const SHADER: &str = include_str!("probe.wgsl");
+pub const SHADER: &str = crate::wgsl!("probe.wgsl");
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeResult {

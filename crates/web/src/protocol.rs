@@ -253,6 +253,9 @@ pub enum FromWorker {
     Token {
         text: String,
         seconds: Option<f64>,
+        /// Words in the output so far ([`tokscope_core::text_stats::count_words`]), for the
+        /// meter's measured words per token.
+        words: usize,
     },
     Done {
         generated: usize,

@@ -1,7 +1,8 @@
 //! The page's routes, all in the URL's fragment so a static host serves every one:
 //! `#/` the whole playground, `#/<panel>` the playground scrolled to one panel, and
-//! `#/embed/<panel>` one panel alone for an article's `<iframe>`. A `?query` after the path
-//! holds that panel's settings (see [`crate::params`]).
+//! `#/embed/<panel>` one panel alone for an article's `<iframe>`, `#/guide/<n>` step n of the
+//! guided path ([`tokscope_core::lesson`]). A `?query` after the path holds that panel's
+//! settings (see [`crate::params`]).
 
 /// The panels a reader can link to or embed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,8 @@ pub struct Route {
     pub embed: bool,
     /// The raw query after `?`, still percent-encoded.
     pub query: String,
+    /// A step of the guided path (1-based, within the path).
+    pub guide: Option<usize>,
 }
 
 impl Route {
@@ -60,20 +63,27 @@ impl Route {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let unknown = || {
             format!(
-                "no such page {:?}: try #/embed/run, #/embed/roofline, #/embed/agent, #/embed/speed or #/embed/tokens",
+                "no such page {:?}: try #/guide/1, #/embed/run, #/embed/roofline, #/embed/agent, #/embed/speed or #/embed/tokens",
                 format!("#{path}")
             )
         };
-        let (panel, embed) = match parts.as_slice() {
-            [] => (None, false),
-            ["embed", p] => (Some(Panel::from_slug(p).ok_or_else(unknown)?), true),
-            [p] => (Some(Panel::from_slug(p).ok_or_else(unknown)?), false),
+        let steps = tokscope_core::lesson::STEPS.len();
+        let (panel, embed, guide) = match parts.as_slice() {
+            [] => (None, false, None),
+            ["guide"] => (None, false, Some(1)),
+            ["guide", n] => match n.parse::<usize>() {
+                Ok(n) if (1..=steps).contains(&n) => (None, false, Some(n)),
+                _ => return Err(format!("the guided path has steps 1 to {steps}, not {n:?}")),
+            },
+            ["embed", p] => (Some(Panel::from_slug(p).ok_or_else(unknown)?), true, None),
+            [p] => (Some(Panel::from_slug(p).ok_or_else(unknown)?), false, None),
             _ => return Err(unknown()),
         };
         Ok(Route {
             panel,
             embed,
             query: query.into(),
+            guide,
         })
     }
 
@@ -105,7 +115,8 @@ mod tests {
             Route {
                 panel: None,
                 embed: false,
-                query: String::new()
+                query: String::new(),
+                guide: None,
             }
         );
         assert_eq!(Route::parse("#/").unwrap().panel, None);
@@ -117,6 +128,19 @@ mod tests {
                 .contains("no such page \"#/embed/toaster\"")
         );
         assert!(Route::parse("#/a/b/c").is_err());
+        assert_eq!(Route::parse("#/guide").unwrap().guide, Some(1));
+        let r = Route::parse("#/guide/4?batch=2").unwrap();
+        assert_eq!(
+            (r.guide, r.panel, r.embed, r.query.as_str()),
+            (Some(4), None, false, "batch=2")
+        );
+        assert!(Route::parse("#/guide/0").unwrap_err().contains("steps 1 to 7"));
+        assert!(
+            Route::parse("#/guide/8")
+                .unwrap_err()
+                .contains("steps 1 to 7, not \"8\"")
+        );
+        assert!(Route::parse("#/guide/x").is_err());
     }
 
     #[test]

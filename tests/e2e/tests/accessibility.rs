@@ -13,8 +13,10 @@ const WAIT: Duration = Duration::from_secs(240);
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The routes and what shows that each is drawn (a model is ready, or the panel's figure).
-const ROUTES: [(&str, &str); 6] = [
+const ROUTES: [(&str, &str); 8] = [
     ("index.html?backend=cpu", READY),
+    ("index.html?backend=cpu#/guide/1", READY),
+    ("index.html?backend=cpu#/guide/4", READY),
     ("index.html?backend=cpu#/embed/run", READY),
     (
         "index.html#/embed/roofline",

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use std::time::Duration;
 use tokio::sync::Mutex;
-use tokscope_core::text_stats::measured_words_per_token;
+use tokscope_core::text_stats::{count_words, measured_words_per_token};
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::site::{DONE, MODEL, screenshot_path, serve_dist, tokscope, url_encode};
 
@@ -147,7 +147,7 @@ async fn the_meter_reads_words_per_minute_at_the_measured_ratio() {
     b.wait_for(DONE, Duration::from_secs(240)).await.unwrap();
     let output = b.text("output").await;
     let generated: usize = b.text("generated").await.parse().unwrap();
-    let ratio = measured_words_per_token(&output, generated).expect("40 tokens are enough to measure");
+    let ratio = measured_words_per_token(count_words(&output), generated).expect("40 tokens are enough to measure");
     let line = b.text("wpm-ratio").await;
     println!("{generated} tokens, {output:?}: {line}");
     assert_eq!(line, format!(" at {ratio:.2} words a token, measured on this text."));

@@ -33,11 +33,7 @@ pub fn Meter(state: State) -> impl IntoView {
     let mean = move || state.meter.with(|m| m.mean_tok_s());
     // Words per token measured on the text being generated, once it is long enough; until then
     // the rule of thumb, and the line says which.
-    let measured = move || {
-        state
-            .output
-            .with(|o| measured_words_per_token(o, state.generated.get()))
-    };
+    let measured = move || measured_words_per_token(state.output_words.get(), state.generated.get());
     let ratio = move || measured().unwrap_or(WORDS_PER_TOKEN);
     let wpm = move || mean().or(current()).map(|r| words_per_minute(r, ratio()));
     let ratio_line = move || match measured() {

@@ -6,6 +6,7 @@ mod batch_panel;
 mod dial_panel;
 mod explain;
 mod field;
+mod guide;
 mod link;
 mod meter;
 mod model_panel;
@@ -61,6 +62,10 @@ fn url_settings(route: &Route) -> UrlSettings {
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     let mut pairs = query_pairs(&search);
+    // The guided path's roofline starts from the loaded model, not the calculator's example.
+    if route.guide.is_some() {
+        pairs.insert(0, ("model_preset".into(), crate::params::ROOFLINE_LOADED.into()));
+    }
     pairs.extend(query_pairs(&route.query));
     let view = || pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     let (run, mut errors) = RunSettings::from_pairs(view());
@@ -148,10 +153,17 @@ pub fn start() {
     if engine && let Err(e) = link::spawn(state) {
         state.fail(e);
     }
-    // A link to another panel of this page (or an edited fragment) starts afresh from it.
-    let on_hash = Closure::<dyn FnMut()>::new(|| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.location().reload();
+    // A link to another panel of this page (or an edited fragment) starts afresh from it;
+    // within the guided path (the browser's Back and Forward too) only the step changes.
+    let step = RwSignal::new(route.guide.unwrap_or(1));
+    let guided = route.guide.is_some();
+    let on_hash = Closure::<dyn FnMut()>::new(move || {
+        let Some(w) = web_sys::window() else { return };
+        match Route::parse(&w.location().hash().unwrap_or_default()) {
+            Ok(Route { guide: Some(n), .. }) if guided => step.set(n),
+            _ => {
+                let _ = w.location().reload();
+            }
         }
     });
     if let Some(w) = web_sys::window() {
@@ -171,6 +183,7 @@ pub fn start() {
                 share::post_height(panel);
                 view! { <Embed state panel shared=shared.clone()/> }.into_any()
             }
+            _ if guided => view! { <guide::Guide state step/> }.into_any(),
             (_, panel) => {
                 if let Some(p) = panel {
                     scroll_to(p);
@@ -255,7 +268,8 @@ fn App(state: State, shared: Option<SpeedResult>) -> impl IntoView {
     view! {
         <header class="top">
             <h1>"tokscope"</h1>
-            <p class="tagline">"A language model on your own device: watch why generation speed tracks memory bandwidth."</p>
+            <p class="tagline">"A language model on your own device: watch why generation speed tracks memory bandwidth. "
+                <a href=guide::href(1) data-testid="guide-start">"Take the guided tour"</a>"."</p>
             <Badge state/>
         </header>
         <Messages state/>

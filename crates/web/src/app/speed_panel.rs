@@ -134,7 +134,13 @@ fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
 }
 
 #[component]
-pub fn SpeedPanel(state: State, shared: Option<SpeedResult>) -> impl IntoView {
+pub fn SpeedPanel(
+    state: State,
+    shared: Option<SpeedResult>,
+    /// The precision and batch dials inside the card (the guided path shows them as steps of their own).
+    #[prop(default = true)]
+    dials: bool,
+) -> impl IntoView {
     let busy = move || matches!(state.speed.get(), Stage::Probing | Stage::Decoding);
     let ready = move || state.model.get().is_some() && !state.running.get() && !busy();
     view! {
@@ -154,8 +160,10 @@ pub fn SpeedPanel(state: State, shared: Option<SpeedResult>) -> impl IntoView {
                 Stage::Done(r) => Some(view! { <Card result=r shared=false/> }.into_any()),
                 _ => shared.clone().map(|r| view! { <Card result=r shared=true/> }.into_any()),
             }}
-            <super::dial_panel::DialPanel state/>
-            <super::batch_panel::BatchPanel state/>
+            <Show when=move || dials>
+                <super::dial_panel::DialPanel state/>
+                <super::batch_panel::BatchPanel state/>
+            </Show>
         </section>
     }
 }

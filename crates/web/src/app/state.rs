@@ -29,11 +29,16 @@ pub struct State {
     pub model: RwSignal<Option<ModelInfo>>,
     pub running: RwSignal<bool>,
     pub output: RwSignal<String>,
+    /// Words in `output`, counted by the worker (UAX #29).
+    pub output_words: RwSignal<usize>,
     pub prompt_tokens: RwSignal<Option<usize>>,
     pub ttft_s: RwSignal<Option<f64>>,
     pub prefill_tok_s: RwSignal<Option<f64>>,
     pub generated: RwSignal<usize>,
     pub meter: RwSignal<DecodeMeter>,
+    /// The last finished decode at the model's own precision (a run or the speed check, not a
+    /// precision-dial point): (mean tok/s, tokens timed). The guided path reads it.
+    pub rate: RwSignal<Option<(f64, usize)>>,
     pub cache: RwSignal<Vec<CachedModel>>,
     pub cache_note: RwSignal<Option<String>>,
     /// Why the last model was not cached (quota full, no Cache API): shown beside the model,
@@ -99,11 +104,13 @@ impl State {
             model: RwSignal::new(None),
             running: RwSignal::new(false),
             output: RwSignal::new(String::new()),
+            output_words: RwSignal::new(0),
             prompt_tokens: RwSignal::new(None),
             ttft_s: RwSignal::new(None),
             prefill_tok_s: RwSignal::new(None),
             generated: RwSignal::new(0),
             meter: RwSignal::new(DecodeMeter::new()),
+            rate: RwSignal::new(None),
             cache: RwSignal::new(vec![]),
             cache_note: RwSignal::new(None),
             memory: RwSignal::new(None),
@@ -124,6 +131,7 @@ impl State {
     pub fn begin_run(&self) {
         self.error.set(None);
         self.output.set(String::new());
+        self.output_words.set(0);
         self.prompt_tokens.set(None);
         self.ttft_s.set(None);
         self.prefill_tok_s.set(None);
@@ -180,8 +188,9 @@ impl State {
                 self.prefill_tok_s.set(Some(prefill_tok_s));
                 self.status.set("Generating…".into());
             }
-            FromWorker::Token { text, seconds } => {
+            FromWorker::Token { text, seconds, words } => {
                 self.output.update(|o| o.push_str(&text));
+                self.output_words.set(words);
                 self.generated.update(|g| *g += 1);
                 if let Some(s) = seconds {
                     let up = |m: &DecodeMeter| crate::speed::time_is_up(m.count(), m.total_s());
@@ -204,6 +213,10 @@ impl State {
                 self.status.set(format!("Done: {generated} tokens ({why})."));
                 if self.speed.get_untracked() == Stage::Decoding {
                     self.speed.set(super::speed_panel::result(*self));
+                }
+                let dial_point = matches!(self.dial.get_untracked().stage, super::dial_panel::Stage::Decoding(_));
+                if !dial_point && let (Some(r), n) = self.meter.with_untracked(|m| (m.mean_tok_s(), m.count())) {
+                    self.rate.set(Some((r, n)));
                 }
                 super::dial_panel::on_done(*self, self.model.get_untracked());
             }

@@ -21,7 +21,7 @@ use tokscope_core::prompt::{chat_template, prompt_tokens};
 use tokscope_core::quant::GgmlType;
 use tokscope_core::requant::{DIAL, encoded_len, requantize};
 use tokscope_core::sampling::Sampler;
-use tokscope_core::text_stats::TextStats;
+use tokscope_core::text_stats::{TextStats, WordCounter};
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::batch::Batch;
@@ -451,6 +451,7 @@ impl Worker {
             prefill_tok_s: tokens.len() as f64 / ttft_s.max(1e-9),
         });
         let mut stream = loaded.tokenizer.stream();
+        let mut words = WordCounter::default();
         let mut generated = 0;
         let mut seconds = None;
         let reason = loop {
@@ -459,7 +460,8 @@ impl Worker {
             }
             generated += 1;
             let text = stream.step(next).map_err(|e| e.to_string())?.unwrap_or_default();
-            post(&FromWorker::Token { text, seconds });
+            let words = words.push(&text);
+            post(&FromWorker::Token { text, seconds, words });
             if generated == req.max_tokens {
                 break StopReason::MaxTokens;
             }
