@@ -5,7 +5,7 @@
 /// The SVG's drawing box (the page scales it to its width).
 pub const WIDTH: f64 = 480.0;
 pub const HEIGHT: f64 = 300.0;
-pub const LEFT: f64 = 76.0;
+pub const LEFT: f64 = 112.0;
 pub const RIGHT: f64 = 12.0;
 pub const TOP: f64 = 12.0;
 pub const BOTTOM: f64 = 36.0;

@@ -236,6 +236,19 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     let mbu = b.text("roof-mbu").await;
     let pct: f64 = mbu.split(' ').next().unwrap().parse().unwrap();
     assert!(pct > 0.0 && pct < 1000.0, "{mbu}");
+    // The chart speaks the reader's units: the roof in GB/s, each point in tok/s.
+    assert_eq!(b.text("roof-chart-label").await, "roof: 20 GB/s × intensity");
+    let labels = b
+        .eval("return ['pt-estimate','pt-decode'].map(c => document.querySelector('[data-testid=roof-chart] .' + c + ' text').textContent);")
+        .await;
+    let mean = b.text("tok-s-mean").await;
+    assert_eq!(
+        labels,
+        serde_json::json!([
+            format!("ceiling: {} tok/s", b.text("roof-tok-s").await),
+            format!("you: {mean} tok/s ({} MBU)", mbu.split(" of ").next().unwrap())
+        ])
+    );
     // The agent panel's measured column has a time, not a "not measured" note.
     assert!(b.text("agent-total-1").await.ends_with(" s") || b.text("agent-total-1").await.contains("min"));
     assert_eq!(b.text("agent-speed-2").await, "roofline ceiling");

@@ -128,6 +128,23 @@ async fn without_webgpu_the_cpu_engine_runs_the_same_text() {
     let tok_s = number(&b.text("tok-s-mean").await);
     assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
     println!("wasm CPU decode: {tok_s} tok/s");
+    // At 360 px the meter stacks under the run; its figures ride along under the output,
+    // pinned to the view's bottom while the run is on screen.
+    let rate = b.text("run-rate").await;
+    assert!(rate.contains(&format!("{} mean", b.text("tok-s-mean").await)), "{rate}");
+    let pinned = b
+        .eval("const r = document.querySelector('[data-testid=run-rate]'); const st = getComputedStyle(r); return [st.display, st.position];")
+        .await;
+    assert_eq!(pinned, serde_json::json!(["block", "sticky"]));
+    b.eval("document.querySelector('[data-testid=prompt]').scrollIntoView(); return null;")
+        .await;
+    let bottom = b
+        .eval("return Math.round(document.querySelector('[data-testid=run-rate]').getBoundingClientRect().bottom);")
+        .await;
+    assert!(
+        bottom.as_i64().unwrap() <= 800,
+        "the rate line is off screen: bottom at {bottom}"
+    );
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.screenshot(&root().join("target/e2e/mobile-360-cpu.png"))
         .await

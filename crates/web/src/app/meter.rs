@@ -27,6 +27,24 @@ fn spark_points(latencies: &[f64]) -> String {
         .join(" ")
 }
 
+/// The meter's figures in one line under the run's output, for screens too narrow to put the
+/// meter beside the run (style.css shows it below 760 px, pinned to the bottom of the view
+/// while the run is on screen): the rate stays in sight as the text arrives. The full meter,
+/// which screen readers get, follows the run.
+#[component]
+pub fn RunRate(state: State) -> impl IntoView {
+    let line = move || {
+        let (now, mean) = state.meter.with(|m| (m.current_tok_s(), m.mean_tok_s()));
+        format!(
+            "{} tok/s now · {} mean · {} tokens",
+            fmt(now, 1),
+            fmt(mean, 1),
+            state.generated.get()
+        )
+    };
+    view! { <p class="run-rate" aria-hidden="true" data-testid="run-rate">{line}</p> }
+}
+
 #[component]
 pub fn Meter(state: State) -> impl IntoView {
     let current = move || state.meter.with(|m| m.current_tok_s());

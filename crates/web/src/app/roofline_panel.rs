@@ -248,28 +248,47 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
                 <p class="caption"><span class="key weights"></span>" weights " <span data-testid="roof-weights">{move || bytes(e().weight_bytes)}</span>
                     " · " <span class="key kv"></span>" KV cache " <span data-testid="roof-kv">{move || bytes(e().kv_bytes)}</span></p>
             </div>
+            <div class="chart-wrap" tabindex="0" role="region" aria-label="roofline chart (scrolls sideways on a narrow screen)">
             <svg class="chart" data-testid="roof-chart" data-roof=move || plot.get().roof viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img"
                 aria-label="roofline chart: attainable FLOP/s against arithmetic intensity, log-log">
                 {move || {
                     let p = plot.get();
                     let (x_ticks, y_ticks) = (p.x_ticks.clone(), p.y_ticks.clone());
-                    let dot = |i: usize, class: &'static str, label: &'static str| p.points[i].map(|(x, y)| view! {
-                        <g class=class><circle cx=x cy=y r="5"/><text x=x + 8.0 y=y - 6.0>{label}</text></g>
+                    // Labelled in the reader's units: tok/s at each point, GB/s on the roof.
+                    // Right of the point, or left of it in the chart's right half (inside the frame);
+                    // above it, or below for prefill, which often sits just under decode.
+                    let dot = |i: usize, class: &'static str, label: String| p.points[i].map(|(x, y)| {
+                        let (lx, anchor) = if x > WIDTH * 0.55 { (x - 8.0, "end") } else { (x + 8.0, "start") };
+                        let ly = if i == 2 { y + 18.0 } else { y - 6.0 };
+                        view! { <g class=class><circle cx=x cy=y r="5"/><text x=lx y=ly text-anchor=anchor>{label}</text></g> }
                     });
+                    let (bw, tflops) = settings.with(|s| (s.bandwidth_gb_s, s.tflops));
+                    let decode = state.meter.with(|m| m.mean_tok_s()).map_or(String::new(), |t| match meas.get().mbu {
+                        Some(u) => format!("you: {t:.1} tok/s ({:.0} % MBU)", 100.0 * u),
+                        None => format!("you: {t:.1} tok/s"),
+                    });
+                    let prefill = state.prefill_tok_s.get().map_or(String::new(), |t| format!("prefill: {t:.0} tok/s"));
+                    let roof = match tflops {
+                        Some(t) => format!("roof: {bw} GB/s × intensity, up to {t} TFLOP/s"),
+                        None => format!("roof: {bw} GB/s × intensity"),
+                    };
                     view! {
                         <g class="axes">
                             {x_ticks.into_iter().map(|(x, l)| view! { <line x1=x x2=x y1=TOP y2=HEIGHT - BOTTOM/><text x=x y=HEIGHT - BOTTOM + 16.0 text-anchor="middle">{l}</text> }).collect_view()}
                             {y_ticks.into_iter().map(|(y, l)| view! { <line x1=LEFT x2=WIDTH - RIGHT y1=y y2=y/><text x=LEFT - 4.0 y=y + 4.0 text-anchor="end">{l}</text> }).collect_view()}
                             <text x=WIDTH / 2.0 y=HEIGHT - 4.0 text-anchor="middle">"arithmetic intensity (FLOP/byte)"</text>
+                            <text transform=format!("translate(11 {}) rotate(-90)", (TOP + HEIGHT - BOTTOM) / 2.0) text-anchor="middle">"attainable FLOP/s"</text>
+                            <text class="roof-label" x=LEFT + 8.0 y=TOP + 16.0 data-testid="roof-chart-label">{roof}</text>
                         </g>
                         <polyline class="roof" points=p.roof.clone()/>
                         {p.ridge.map(|(x, y)| view! { <g class="ridge"><circle cx=x cy=y r="3"/><text x=x y=y - 8.0 text-anchor="middle">"ridge"</text></g> })}
-                        {dot(0, "pt-estimate", "ceiling")}
-                        {dot(1, "pt-decode", "decode, measured")}
-                        {dot(2, "pt-prefill", "prefill, measured")}
+                        {dot(0, "pt-estimate", format!("ceiling: {:.1} tok/s", e().per_user_tok_s))}
+                        {dot(1, "pt-decode", decode)}
+                        {dot(2, "pt-prefill", prefill)}
                     }
                 }}
             </svg>
+            </div>
             <Share panel=Panel::Roofline pairs/>
         </section>
     }

@@ -74,6 +74,7 @@ pub fn RunPanel(state: State) -> impl IntoView {
                 p.push(("autorun", "1".into()));
                 p
             })/>
+            <super::meter::RunRate state/>
         </section>
     }
 }
