@@ -289,7 +289,41 @@ pub enum FromWorker {
     Memory(MemoryReport),
     Error {
         message: String,
+        /// The request it answers: the page shows it where that request was made.
+        to: Request,
     },
+}
+
+/// What an error answers (one request at a time runs in the worker, so its kind says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    Load,
+    Generate,
+    Cache,
+    Probe,
+    BatchDial,
+    Requantize,
+    Tokenize,
+    /// Rebuilding the engine after a lost GPU device.
+    Recover,
+    /// A message the worker could not read.
+    Message,
+}
+
+impl ToWorker {
+    /// The kind of request this message makes.
+    pub fn request(&self) -> Request {
+        match self {
+            ToWorker::Load { .. } => Request::Load,
+            ToWorker::Generate(_) | ToWorker::Stop => Request::Generate,
+            ToWorker::ListCache | ToWorker::Forget { .. } => Request::Cache,
+            ToWorker::LoseDevice => Request::Recover,
+            ToWorker::Probe => Request::Probe,
+            ToWorker::BatchDial { .. } => Request::BatchDial,
+            ToWorker::Requantize { .. } => Request::Requantize,
+            ToWorker::Tokenize { .. } => Request::Tokenize,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -337,6 +371,24 @@ mod tests {
             total: None,
         };
         assert_eq!(parse::<FromWorker>(&f.to_json()).unwrap(), f);
+    }
+
+    /// An error names the request it answers, so a failed tokenization lands in the token view
+    /// even while a run or a load is going on.
+    #[test]
+    fn errors_name_their_request() {
+        let tokenize = ToWorker::Tokenize {
+            text: "hi".into(),
+            model: None,
+        };
+        assert_eq!(tokenize.request(), Request::Tokenize);
+        assert_eq!(ToWorker::Probe.request(), Request::Probe);
+        assert_eq!(ToWorker::Forget { key: None }.request(), Request::Cache);
+        let e = FromWorker::Error {
+            message: "no vocabulary".into(),
+            to: tokenize.request(),
+        };
+        assert_eq!(parse::<FromWorker>(&e.to_json()).unwrap(), e);
     }
 
     #[test]

@@ -133,6 +133,24 @@ async fn the_embed_tokenizes_like_the_cli_from_the_header_alone() {
     assert_eq!(server.log.count(GEMMA), before);
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.screenshot(&screenshot_path("embed-tokens.png")).await.unwrap();
+
+    // A vocabulary that cannot be read: the worker's error names its request (Tokenize), so it
+    // shows in the token view, not as the page's error.
+    b.client
+        .goto(&server.url("index.html#/embed/tokens?text=hi&model=models/missing.gguf"))
+        .await
+        .unwrap();
+    b.wait_for("document.querySelector('[data-testid=tok-error]') !== null", WAIT)
+        .await
+        .unwrap();
+    let shown = b.text("tok-error").await;
+    assert!(shown.contains("missing.gguf"), "{shown}");
+    assert!(
+        b.eval("return document.querySelector('[data-testid=error]') === null;")
+            .await
+            == true,
+        "the page showed the token view's error as its own"
+    );
     b.close().await;
 }
 

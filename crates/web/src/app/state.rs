@@ -3,7 +3,7 @@
 use super::speed_panel::Stage;
 use crate::params::{AgentSettings, RooflineSettings, RunSettings};
 use crate::protocol::{
-    BackendChoice, CachedModel, FromWorker, MemoryReport, ModelInfo, Phase, ProbeReport, StopReason, ToWorker,
+    BackendChoice, CachedModel, FromWorker, MemoryReport, ModelInfo, Phase, ProbeReport, Request, StopReason, ToWorker,
 };
 use leptos::prelude::*;
 use tokscope_core::meter::DecodeMeter;
@@ -265,17 +265,14 @@ impl State {
             }
             // With nothing else in flight, an error answers the token view's request: it shows
             // there, and the page's model and run stay as they were.
-            FromWorker::Error { message }
-                if self.tokens.with_untracked(|t| t.busy)
-                    && !self.running.get_untracked()
-                    && self.loading.get_untracked().is_none() =>
-            {
-                self.tokens.update(|t| {
-                    t.busy = false;
-                    t.error = Some(message);
-                })
-            }
-            FromWorker::Error { message } => {
+            FromWorker::Error {
+                message,
+                to: Request::Tokenize,
+            } => self.tokens.update(|t| {
+                t.busy = false;
+                t.error = Some(message);
+            }),
+            FromWorker::Error { message, .. } => {
                 self.batch.update(|b| b.running = false);
                 if matches!(self.speed.get_untracked(), Stage::Probing | Stage::Decoding) {
                     self.speed.set(Stage::Failed(message.clone()));

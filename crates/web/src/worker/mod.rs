@@ -7,7 +7,7 @@ mod fetch;
 mod js;
 mod session;
 
-use crate::protocol::{FromWorker, ToWorker, parse};
+use crate::protocol::{FromWorker, Request, ToWorker, parse};
 use futures_util::StreamExt;
 use js::post;
 use std::cell::Cell;
@@ -43,9 +43,13 @@ pub fn start() {
                 Some(Ok(m)) => {
                     let _ = tx.unbounded_send(Job::Message(m, file));
                 }
-                Some(Err(e)) => post(&FromWorker::Error { message: e }),
+                Some(Err(e)) => post(&FromWorker::Error {
+                    message: e,
+                    to: Request::Message,
+                }),
                 None => post(&FromWorker::Error {
                     message: "the worker got a message that is not text".into(),
+                    to: Request::Message,
                 }),
             }
         })

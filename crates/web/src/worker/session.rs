@@ -8,7 +8,7 @@ use super::fetch::{self, Progress};
 use super::js::{describe, now_s, post, yield_now};
 use crate::protocol::{
     BackendChoice, BackendInfo, FromWorker, GenerateRequest, MemoryReport, ModelInfo, ModelSource, Phase, ProbeReport,
-    StopReason, ToWorker, TokenView,
+    Request, StopReason, ToWorker, TokenView,
 };
 use futures_channel::mpsc::UnboundedSender;
 use std::cell::Cell;
@@ -69,6 +69,10 @@ impl Worker {
     }
 
     pub async fn handle(&mut self, job: Job) {
+        let to = match &job {
+            Job::Message(m, _) => m.request(),
+            Job::DeviceLost { .. } => Request::Recover,
+        };
         let r = match job {
             Job::Message(ToWorker::Load { source, backend }, file) => self.load(source, backend, file).await,
             Job::Message(ToWorker::Generate(req), _) => self.generate(req).await,
@@ -87,7 +91,7 @@ impl Worker {
             Job::DeviceLost { .. } => Ok(()),
         };
         if let Err(message) = r {
-            post(&FromWorker::Error { message });
+            post(&FromWorker::Error { message, to });
         }
     }
 
