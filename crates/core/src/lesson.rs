@@ -10,7 +10,7 @@
 //! weights per step (Pope et al., "Efficiently Scaling Transformer Inference", 2022).
 
 use crate::human::{bytes, count, duration};
-use crate::roofline::{GB, mbu};
+use crate::roofline::{GB, achieved_bandwidth, mbu};
 
 /// One step of the path: its title and what the reader does in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +51,6 @@ pub const STEPS: [Step; 7] = [
     },
 ];
 
-/// The step a 1-based number names, clamped into the path (a link to step 9 opens the last).
-pub fn step_index(number: usize) -> usize {
-    number.clamp(1, STEPS.len()) - 1
-}
-
 fn positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
@@ -91,7 +86,8 @@ pub fn bytes_per_token(name: &str, parameters: u64, weight_bytes: u64, bytes_per
 /// Step 3: the probed bandwidth beside what the run moved; without a probe (no WebGPU), the
 /// run's own traffic as a lower bound.
 pub fn bandwidth(probe_gb_s: Option<f64>, bytes_per_token: u64, tok_s: f64) -> Option<String> {
-    let moved = (positive(tok_s) && bytes_per_token > 0).then(|| bytes_per_token as f64 * tok_s / GB);
+    let moved =
+        (positive(tok_s) && bytes_per_token > 0).then(|| achieved_bandwidth(bytes_per_token as f64, 1.0 / tok_s) / GB);
     match (probe_gb_s.filter(|g| positive(*g)), moved) {
         (Some(probe), Some(moved)) => Some(format!(
             "This device reads memory at {} GB/s (the probe: a streaming read as wide as the model's). \
@@ -251,14 +247,6 @@ fn gb(gb_s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn links_past_either_end_open_the_nearest_step() {
-        assert_eq!(step_index(0), 0);
-        assert_eq!(step_index(1), 0);
-        assert_eq!(step_index(7), 6);
-        assert_eq!(step_index(99), 6);
-    }
 
     #[test]
     fn the_rate_in_time_per_token() {

@@ -48,25 +48,24 @@ pub fn count_words(text: &str) -> usize {
 /// The words of a text that grows at its end (the output as it is generated), counted without
 /// rescanning all of it for every token: a word never spans an ASCII space or line feed (UAX #29
 /// breaks before and after both, WB3a/WB3b/WB999; WB3d only joins spaces to spaces), so the
-/// text up to its last one is counted once and only what follows is counted again.
+/// text up to its last one is counted once, and only the rest is kept and counted again.
 #[derive(Debug, Default)]
 pub struct WordCounter {
-    text: String,
-    /// Bytes of `text` counted for good, ending before a space or line feed.
-    settled: usize,
+    /// The text from its last space or line feed on.
+    tail: String,
+    /// The words before `tail`, counted for good.
     settled_words: usize,
 }
 
 impl WordCounter {
     /// Appends `piece`; the words of the whole text so far.
     pub fn push(&mut self, piece: &str) -> usize {
-        self.text.push_str(piece);
-        if let Some(at) = self.text[self.settled..].rfind([' ', '\n']) {
-            let cut = self.settled + at;
-            self.settled_words += count_words(&self.text[self.settled..cut]);
-            self.settled = cut;
+        self.tail.push_str(piece);
+        if let Some(cut) = self.tail.rfind([' ', '\n']) {
+            self.settled_words += count_words(&self.tail[..cut]);
+            self.tail.drain(..cut);
         }
-        self.settled_words + count_words(&self.text[self.settled..])
+        self.settled_words + count_words(&self.tail)
     }
 }
 

@@ -10,6 +10,20 @@ pub const MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
 pub const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
 
+/// Conditions for `Browser::wait_for` on one `data-testid` element: it exists; its text is
+/// `text`; its text starts with `prefix` (false while the element is missing).
+pub fn present(testid: &str) -> String {
+    format!("document.querySelector('[data-testid=\"{testid}\"]') !== null")
+}
+
+pub fn text_is(testid: &str, text: &str) -> String {
+    format!("(document.querySelector('[data-testid=\"{testid}\"]') || {{}}).textContent === {text:?}")
+}
+
+pub fn text_starts(testid: &str, prefix: &str) -> String {
+    format!("(document.querySelector('[data-testid=\"{testid}\"]') || {{}}).textContent?.startsWith({prefix:?})")
+}
+
 /// The built page (`dist/`) on a free port.
 pub fn serve_dist() -> crate::server::Server {
     crate::server::start(&dist(), "127.0.0.1:0").expect("the static server starts")

@@ -6,14 +6,10 @@
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::site::{DONE, screenshot_path, serve_dist};
+use tokscope_e2e::site::{DONE, READY, present, screenshot_path, serve_dist, text_is, text_starts};
 
 const WAIT: Duration = Duration::from_secs(240);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-fn text_starts(testid: &str, prefix: &str) -> String {
-    format!("(document.querySelector('[data-testid=\"{testid}\"]') || {{}}).textContent?.startsWith({prefix:?})")
-}
 
 async fn finding(b: &Browser) -> String {
     b.text("lesson-finding").await
@@ -89,23 +85,13 @@ async fn every_step_speaks_with_the_figures_measured_here() {
             .starts_with("Not measured yet: run the precision dial")
     );
     b.click("dial-run").await;
-    b.wait_for(
-        "document.querySelector('[data-testid=dial-stage]').textContent === 'Done.'",
-        Duration::from_secs(600),
-    )
-    .await
-    .unwrap();
+    b.wait_for(&text_is("dial-stage", "Done."), Duration::from_secs(600))
+        .await
+        .unwrap();
     let s = finding(&b).await;
-    assert!(
-        s.contains("to F32") && s.contains("× the bytes") && s.contains("your rate fell"),
-        "{s}"
-    );
-    b.wait_for(
-        "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')",
-        WAIT,
-    )
-    .await
-    .unwrap();
+    assert!(s.starts_with("From Q4_0 (") && s.contains(") to F32 ("), "{s}");
+    assert!(s.contains("× the bytes") && s.contains("your rate fell"), "{s}");
+    b.wait_for(READY, WAIT).await.unwrap();
 
     step_to(&b, "guide-next", 6).await;
     b.click("batch-run").await;
@@ -167,9 +153,7 @@ async fn every_step_speaks_with_the_figures_measured_here() {
         assert_eq!(current, format!("guide-step-{n}"));
     }
     b.client.goto(&server.url("index.html#/guide/9")).await.unwrap();
-    b.wait_for("document.querySelector('[data-testid=notice]') !== null", WAIT)
-        .await
-        .unwrap();
+    b.wait_for(&present("notice"), WAIT).await.unwrap();
     assert!(b.text("notice").await.contains("the guided path has steps 1 to 7"));
     b.close().await;
 }
@@ -190,12 +174,9 @@ async fn the_ceiling_step_uses_the_probe() {
         .await
         .unwrap();
     b.click("speed-run").await;
-    b.wait_for(
-        "document.querySelector('[data-testid=speed-stage]').textContent === 'Done.'",
-        Duration::from_secs(300),
-    )
-    .await
-    .unwrap();
+    b.wait_for(&text_is("speed-stage", "Done."), Duration::from_secs(300))
+        .await
+        .unwrap();
     let s = finding(&b).await;
     assert!(
         s.starts_with("This device reads memory at") && s.contains("Your run moved"),

@@ -8,7 +8,7 @@ use tokscope_core::gguf::Value;
 use tokscope_core::quant::GgmlType;
 use tokscope_core::synthetic::TinyLlama;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::site::{DONE, READY, root, screenshot_path, serve_dist, url_encode};
+use tokscope_e2e::site::{DONE, READY, present, root, screenshot_path, serve_dist, url_encode};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -125,9 +125,7 @@ async fn the_content_security_policy_is_in_force() {
     let server = serve_dist();
     let b = Browser::launch(false, 1280, 900).await.unwrap();
     b.client.goto(&server.url("index.html#/embed/agent")).await.unwrap();
-    b.wait_for("document.querySelector('[data-testid=agent-columns]') !== null", WAIT)
-        .await
-        .unwrap();
+    b.wait_for(&present("agent-columns"), WAIT).await.unwrap();
     let policy = tokscope_web::csp::CONTENT_SECURITY_POLICY;
     let meta = b
         .eval("return document.querySelector('meta[http-equiv=Content-Security-Policy]')?.content;")

@@ -7,20 +7,12 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::Server;
-use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, screenshot_path, serve_dist, tokscope};
+use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, present, screenshot_path, serve_dist, text_is, tokscope};
 
 const WAIT: Duration = Duration::from_secs(60);
 
 /// One browser at a time: the machines running this have two cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-fn present(testid: &str) -> String {
-    format!("document.querySelector('[data-testid=\"{testid}\"]') !== null")
-}
-
-fn text_is(testid: &str, text: &str) -> String {
-    format!("(document.querySelector('[data-testid=\"{testid}\"]') || {{}}).textContent === {text:?}")
-}
 
 #[tokio::test]
 async fn roofline_embed_reads_the_url_redraws_and_keeps_its_last_valid_state() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_core::text_stats::{count_words, measured_words_per_token};
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::site::{DONE, MODEL, screenshot_path, serve_dist, tokscope, url_encode};
+use tokscope_e2e::site::{DONE, MODEL, present, screenshot_path, serve_dist, tokscope, url_encode};
 
 const WAIT: Duration = Duration::from_secs(120);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
@@ -140,9 +140,7 @@ async fn the_embed_tokenizes_like_the_cli_from_the_header_alone() {
         .goto(&server.url("index.html#/embed/tokens?text=hi&model=models/missing.gguf"))
         .await
         .unwrap();
-    b.wait_for("document.querySelector('[data-testid=tok-error]') !== null", WAIT)
-        .await
-        .unwrap();
+    b.wait_for(&present("tok-error"), WAIT).await.unwrap();
     let shown = b.text("tok-error").await;
     assert!(shown.contains("missing.gguf"), "{shown}");
     assert!(

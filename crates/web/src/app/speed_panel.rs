@@ -160,10 +160,10 @@ pub fn SpeedPanel(
                 Stage::Done(r) => Some(view! { <Card result=r shared=false/> }.into_any()),
                 _ => shared.clone().map(|r| view! { <Card result=r shared=true/> }.into_any()),
             }}
-            <Show when=move || dials>
+            {dials.then(|| view! {
                 <super::dial_panel::DialPanel state/>
                 <super::batch_panel::BatchPanel state/>
-            </Show>
+            })}
         </section>
     }
 }
