@@ -2,7 +2,7 @@
 # tokscope vs wllama 3.8.1 in the same headless Chromium, one run, the same GGUF (issue #3/#4's
 # side-by-side figures), and the native GPU engine on the browser's own driver. Installs the npm
 # package under target/, builds the page if needed and the CLI.
-# Usage: scripts/vs_wllama.sh [MODEL under dist/, e.g. models/gemma-3-270m-q4_k_m.gguf]
+# Usage: scripts/vs_wllama.sh [MODEL under dist/, e.g. models/gemma-3-270m-q4_k_m.gguf] [--cpu-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

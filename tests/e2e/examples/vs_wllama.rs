@@ -4,7 +4,7 @@
 //! Vulkan where there is no GPU, else the machine's Vulkan GPU) for the browser ÷ native ratio.
 //! Run it with `scripts/vs_wllama.sh [MODEL]` (which installs the npm package and builds the
 //! page and the CLI); MODEL is a path under dist/ (default: the default model), e.g.
-//! `models/gemma-3-270m-q4_k_m.gguf`. Where tokscope's GPU engine does not run the model's
+//! `models/gemma-3-270m-q4_k_m.gguf`; `--cpu-only` skips the WebGPU rows. Where tokscope's GPU engine does not run the model's
 //! architecture, its WebGPU rows say so (the page falls back to its CPU engine).
 //!
 //! Both CPU paths run one thread: the static server sends no cross-origin isolation headers,
@@ -114,17 +114,34 @@ async fn main() {
         .nth(1)
         .map(PathBuf::from)
         .expect("usage: vs_wllama PATH/TO/node_modules/@wllama/wllama");
-    let model = std::env::args().nth(2).unwrap_or_else(|| MODEL.to_string());
+    let rest: Vec<String> = std::env::args().skip(2).collect();
+    let cpu_only = rest.iter().any(|a| a == "--cpu-only");
+    let model = rest
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .cloned()
+        .unwrap_or_else(|| MODEL.to_string());
     let site = wllama_site(&package, &model);
     let (ours, theirs) = (
         server::start(&dist(), "127.0.0.1:0").unwrap(),
-        server::start(&site, "127.0.0.1:0").unwrap(),
+        server::start_foreign(&site, "127.0.0.1:0").unwrap(),
     );
     let b = Browser::launch(true, 1280, 900).await.unwrap();
-    let w_gpu = wllama(&b, &theirs, true).await;
     let w_cpu = wllama(&b, &theirs, false).await;
-    let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, &model, false).await;
     let (t_cpu, _) = tokscope(&b, &ours, &model, true).await;
+    if cpu_only {
+        b.close().await;
+        println!("same browser, same GGUF ({model}), {TOKENS} greedy tokens, second of two runs:");
+        println!(
+            "wasm CPU, 1 thread: tokscope {t_cpu:.1} tok/s, wllama {:.1} tok/s, tokscope ÷ wllama {:.2}",
+            w_cpu["decode_tok_s"].as_f64().unwrap_or(f64::NAN),
+            t_cpu / w_cpu["decode_tok_s"].as_f64().unwrap_or(f64::NAN)
+        );
+        println!("wllama details: cpu {w_cpu}");
+        return;
+    }
+    let w_gpu = wllama(&b, &theirs, true).await;
+    let (t_gpu, t_gpu_backend) = tokscope(&b, &ours, &model, false).await;
     b.close().await;
     let swiftshader = t_gpu_backend.to_lowercase().contains("swiftshader");
     let native = native_on_same_driver(swiftshader, &model);

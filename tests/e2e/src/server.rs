@@ -74,11 +74,21 @@ impl Server {
 /// Serves `root` on `addr` (port 0: any free port) from a background thread with its own
 /// runtime, so that synchronous callers (the CLI binary) and async tests start it alike.
 pub fn start(root: &Path, addr: &str) -> std::io::Result<Server> {
+    serve(root, addr, true)
+}
+
+/// As [`start`], for a site that is not tokscope's (the wllama benchmark page, with its own
+/// inline script): without the app's Content-Security-Policy.
+pub fn start_foreign(root: &Path, addr: &str) -> std::io::Result<Server> {
+    serve(root, addr, false)
+}
+
+fn serve(root: &Path, addr: &str, app_policy: bool) -> std::io::Result<Server> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let log = RequestLog::default();
-    let app = router(root, log.clone());
+    let app = router(root, log.clone(), app_policy);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -92,7 +102,7 @@ pub fn start(root: &Path, addr: &str) -> std::io::Result<Server> {
     Ok(Server { addr, log })
 }
 
-fn router(root: &Path, log: RequestLog) -> axum::Router {
+fn router(root: &Path, log: RequestLog, app_policy: bool) -> axum::Router {
     let files = ServeDir::new(root)
         .precompressed_br()
         .precompressed_gzip()
@@ -101,7 +111,7 @@ fn router(root: &Path, log: RequestLog) -> axum::Router {
     axum::Router::new()
         .fallback_service(files)
         .layer(middleware::from_fn(move |req, next| etag(etag_root.clone(), req, next)))
-        .layer(middleware::from_fn(headers))
+        .layer(middleware::from_fn(move |req, next| headers(app_policy, req, next)))
         // Outermost: a preflight is answered, and every answer (404 too) carries the header.
         .layer(CorsLayer::permissive().expose_headers([
             header::CONTENT_RANGE,
@@ -131,9 +141,9 @@ async fn record(log: RequestLog, req: Request, next: Next) -> Response {
 /// The page's Content-Security-Policy (the same as its `<meta>`; the header also reaches the
 /// worker's script), no MIME sniffing, `Vary`, and revalidation on every load (the ETag makes that a
 /// 304). The embed example stands for someone else's article, with its own inline script, so
-/// it is served without the app's policy.
-async fn headers(req: Request, next: Next) -> Response {
-    let app_page = !req.uri().path().ends_with("/embed-example.html");
+/// it is served without the app's policy, as is every file of a foreign site.
+async fn headers(app_policy: bool, req: Request, next: Next) -> Response {
+    let app_page = app_policy && !req.uri().path().ends_with("/embed-example.html");
     let mut res = next.run(req).await;
     let h = res.headers_mut();
     if app_page {

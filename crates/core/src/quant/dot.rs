@@ -134,37 +134,24 @@ fn rows4_simd128(ty: GgmlType, w: &[u8], row_bytes: usize, a: &ActRow, out: &mut
     use super::simd128::{
         Quad, dot_rows4, dot_rows4_q2_k, dot_rows4_q3_k, dot_rows4_q4_k, dot_rows4_q5_k, dot_rows4_q6_k,
     };
-    let fours = out.len() / 4 * 4;
-    let row = |g: usize, k: usize| &w[(4 * g + k) * row_bytes..(4 * g + k + 1) * row_bytes];
-    let k_quant = match ty {
-        GgmlType::Q4_K => Some(dot_rows4_q4_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
-        GgmlType::Q5_K => Some(dot_rows4_q5_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
-        GgmlType::Q3_K => Some(dot_rows4_q3_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
-        GgmlType::Q2_K => Some(dot_rows4_q2_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
-        GgmlType::Q6_K => Some(dot_rows4_q6_k as fn([&[u8]; 4], &ActRow) -> [f32; 4]),
-        _ => None,
-    };
-    if let Some(dot4) = k_quant {
-        for (g, o) in out[..fours].chunks_exact_mut(4).enumerate() {
-            o.copy_from_slice(&dot4([row(g, 0), row(g, 1), row(g, 2), row(g, 3)], a));
-        }
-        return fours;
-    }
-    let (kind, block_bytes) = match ty {
-        GgmlType::Q8_0 => (Quad::Q8_0, 34),
-        GgmlType::Q4_0 => (Quad::Q4_0, 18),
-        GgmlType::Q4_1 => (Quad::Q4_1, 20),
-        GgmlType::Q5_0 => (Quad::Q5_0, 22),
-        GgmlType::Q5_1 => (Quad::Q5_1, 24),
+    // `dot_rows4` inlines into each closure: one loop per block layout.
+    let dot4: fn([&[u8]; 4], &ActRow) -> [f32; 4] = match ty {
+        GgmlType::Q8_0 => |r, a| dot_rows4(r, a, 34, Quad::Q8_0),
+        GgmlType::Q4_0 => |r, a| dot_rows4(r, a, 18, Quad::Q4_0),
+        GgmlType::Q4_1 => |r, a| dot_rows4(r, a, 20, Quad::Q4_1),
+        GgmlType::Q5_0 => |r, a| dot_rows4(r, a, 22, Quad::Q5_0),
+        GgmlType::Q5_1 => |r, a| dot_rows4(r, a, 24, Quad::Q5_1),
+        GgmlType::Q4_K => dot_rows4_q4_k,
+        GgmlType::Q5_K => dot_rows4_q5_k,
+        GgmlType::Q3_K => dot_rows4_q3_k,
+        GgmlType::Q2_K => dot_rows4_q2_k,
+        GgmlType::Q6_K => dot_rows4_q6_k,
         _ => return 0,
     };
+    let fours = out.len() / 4 * 4;
+    let row = |g: usize, k: usize| &w[(4 * g + k) * row_bytes..(4 * g + k + 1) * row_bytes];
     for (g, o) in out[..fours].chunks_exact_mut(4).enumerate() {
-        o.copy_from_slice(&dot_rows4(
-            [row(g, 0), row(g, 1), row(g, 2), row(g, 3)],
-            a,
-            block_bytes,
-            kind,
-        ));
+        o.copy_from_slice(&dot4([row(g, 0), row(g, 1), row(g, 2), row(g, 3)], a));
     }
     fours
 }
