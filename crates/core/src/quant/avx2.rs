@@ -18,7 +18,24 @@ pub(crate) fn available() -> bool {
 pub(crate) unsafe fn dot_rows(ty: GgmlType, w: &[u8], row_bytes: usize, a: ActRow, out: &mut [f32]) {
     let cols = a.x.len();
     let nb = cols / QK;
-    for (r, o) in out.iter_mut().enumerate() {
+    // Q8_0 and the Q4/Q5 types four rows at a time (see `rows4`), the rest one by one.
+    let rows4: Option<Rows4> = match ty {
+        GgmlType::Q8_0 => Some(rows4::<Q8>),
+        GgmlType::Q4_0 => Some(rows4::<Q4_0>),
+        GgmlType::Q4_1 => Some(rows4::<Q4_1>),
+        GgmlType::Q5_0 => Some(rows4::<Q5_0>),
+        GgmlType::Q5_1 => Some(rows4::<Q5_1>),
+        _ => None,
+    };
+    let fours = if rows4.is_some() { out.len() / 4 * 4 } else { 0 };
+    if let Some(dot4) = rows4 {
+        for (g, o) in out[..fours].chunks_exact_mut(4).enumerate() {
+            // SAFETY: rows 4g..4g+4 lie inside w (checked by the caller).
+            let rows = std::array::from_fn(|k| unsafe { w.as_ptr().add((4 * g + k) * row_bytes) });
+            o.copy_from_slice(&unsafe { dot4(rows, nb, &a) });
+        }
+    }
+    for (r, o) in out.iter_mut().enumerate().skip(fours) {
         // SAFETY: row r lies inside w (caller checked w.len() >= out.len() * row_bytes).
         let row = unsafe { w.as_ptr().add(r * row_bytes) };
         // Row r as a slice of super-blocks of `bytes` each (nb / 8 of them).
@@ -123,6 +140,97 @@ unsafe fn dot_q4<const HAS_MIN: bool, const FIVE: bool>(row: *const u8, nb: usiz
         }
     }
     sum
+}
+
+/// A four-row kernel: the rows' starts, their blocks, the activations.
+type Rows4 = unsafe fn([*const u8; 4], usize, &ActRow) -> [f32; 4];
+
+/// [`rows4`]'s block layouts.
+const Q8: u8 = 0;
+const Q4_0: u8 = 1;
+const Q4_1: u8 = 2;
+const Q5_0: u8 = 3;
+const Q5_1: u8 = 4;
+
+/// Blocks per pass of [`rows4`]: each row's bytes for a pass are read in one run (stepping
+/// through four rows a block at a time reads rows that are not in cache slowly; see simd128.rs).
+const PASS: usize = 16;
+
+/// Four rows of Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 (`KIND`) dotted with `a`: each row's integer
+/// block sums for a pass of blocks, then the float part with the four rows in the four lanes,
+/// each lane in the one-row kernels' order and operations (`sum += d·d_y·Σ + offset·s`, no
+/// FMA), so the same bits as they give; four independent sums instead of one serial chain.
+///
+/// # Safety
+/// As [`dot_rows`]: each row holds `nb` blocks of the type; `a` has `nb` blocks.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn rows4<const KIND: u8>(rows: [*const u8; 4], nb: usize, a: &ActRow) -> [f32; 4] {
+    let (block, qs_at) = match KIND {
+        Q8 => (34, 2),
+        Q4_0 => (18, 2),
+        Q4_1 => (20, 4),
+        Q5_0 => (22, 6),
+        _ => (24, 8),
+    };
+    let y = a.qs.as_ptr();
+    let mut acc = _mm_setzero_ps();
+    let mut sums = [[_mm256_setzero_si256(); PASS]; 4];
+    for b0 in (0..nb).step_by(PASS) {
+        let n = PASS.min(nb - b0);
+        for (row, sums) in rows.iter().zip(&mut sums) {
+            for (i, sum) in sums.iter_mut().enumerate().take(n) {
+                let b = b0 + i;
+                unsafe {
+                    let blk = row.add(b * block);
+                    let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
+                    *sum = if KIND == Q8 {
+                        let x = _mm256_loadu_si256(blk.add(2) as *const __m256i);
+                        let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(yv, x));
+                        _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+                    } else {
+                        let mut q = nibbles(blk.add(qs_at));
+                        if KIND == Q5_0 || KIND == Q5_1 {
+                            let qh = u32::from_le((blk.add(qs_at - 4) as *const u32).read_unaligned());
+                            q = _mm256_or_si256(q, fifth_bits(qh));
+                        }
+                        bytes_dot(q, yv)
+                    };
+                }
+            }
+        }
+        for i in 0..n {
+            let b = b0 + i;
+            let sumi = row_sums(&sums, i);
+            let half = |at: usize| unsafe {
+                let h = |r: usize| (rows[r].add(b * block + at) as *const u16).read_unaligned() as i16;
+                _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
+            };
+            let d = half(0);
+            let (ad, s) = unsafe { (_mm_set1_ps(*a.d.get_unchecked(b)), _mm_set1_ps(*a.s.get_unchecked(b))) };
+            let term = _mm_mul_ps(_mm_mul_ps(d, ad), _mm_cvtepi32_ps(sumi));
+            let term = match KIND {
+                Q8 => term,
+                Q4_0 => _mm_add_ps(term, _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(-8.0), d), s)),
+                Q5_0 => _mm_add_ps(term, _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(-16.0), d), s)),
+                _ => _mm_add_ps(term, _mm_mul_ps(half(2), s)),
+            };
+            acc = _mm_add_ps(acc, term);
+        }
+    }
+    let mut out = [0f32; 4];
+    unsafe { _mm_storeu_ps(out.as_mut_ptr(), acc) };
+    out
+}
+
+/// Block `i`'s eight-lane sums of the four rows reduced to one lane each (exact in integers).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn row_sums(sums: &[[__m256i; PASS]; 4], i: usize) -> __m128i {
+    let h = _mm256_hadd_epi32(
+        _mm256_hadd_epi32(sums[0][i], sums[1][i]),
+        _mm256_hadd_epi32(sums[2][i], sums[3][i]),
+    );
+    _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1))
 }
 
 /// `q` (32 unsigned bytes < 128) times `y`, summed four bytes to each 32-bit lane (exact:
