@@ -128,18 +128,42 @@ unsafe fn dot_q4<const HAS_MIN: bool, const FIVE: bool>(row: *const u8, nb: usiz
         unsafe {
             let blk = row.add(b * (qs_at + 16));
             let d = f16_at(blk);
-            let mut q = nibbles(blk.add(qs_at));
-            if FIVE {
-                let qh = u32::from_le((blk.add(qs_at - 4) as *const u32).read_unaligned());
-                q = _mm256_or_si256(q, fifth_bits(qh));
-            }
             let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
-            let sumi = hsum_i32(bytes_dot(q, yv));
+            let sumi = hsum_i32(bytes_dot(q4_values::<FIVE>(blk, qs_at), yv));
             let offset = if HAS_MIN { f16_at(blk.add(2)) } else { -zero * d };
             sum += d * *a.d.get_unchecked(b) * sumi as f32 + offset * *a.s.get_unchecked(b);
         }
     }
     sum
+}
+
+/// A Q8_0 block (at `blk`) times the activations `yv`, summed four products to each 32-bit
+/// lane. maddubs wants unsigned × signed: |x| × (y with x's sign).
+///
+/// # Safety
+/// `blk` points at a whole Q8_0 block.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q8_lanes(blk: *const u8, yv: __m256i) -> __m256i {
+    let x = unsafe { _mm256_loadu_si256(blk.add(2) as *const __m256i) };
+    let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(yv, x));
+    _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
+}
+
+/// A Q4 block's 32 values as bytes 0..15 (with `FIVE`, a Q5 block's as 0..31: the `qh` word
+/// just before the nibbles adds 16).
+///
+/// # Safety
+/// `blk` points at a whole block whose nibbles start at `qs_at`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q4_values<const FIVE: bool>(blk: *const u8, qs_at: usize) -> __m256i {
+    let q = unsafe { nibbles(blk.add(qs_at)) };
+    if !FIVE {
+        return q;
+    }
+    let qh = unsafe { u32::from_le((blk.add(qs_at - 4) as *const u32).read_unaligned()) };
+    _mm256_or_si256(q, fifth_bits(qh))
 }
 
 /// A four-row kernel: the rows' starts, their blocks, the activations.
@@ -183,17 +207,10 @@ unsafe fn rows4<const KIND: u8>(rows: [*const u8; 4], nb: usize, a: &ActRow) -> 
                 unsafe {
                     let blk = row.add(b * block);
                     let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
-                    *sum = if KIND == Q8 {
-                        let x = _mm256_loadu_si256(blk.add(2) as *const __m256i);
-                        let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(yv, x));
-                        _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))
-                    } else {
-                        let mut q = nibbles(blk.add(qs_at));
-                        if KIND == Q5_0 || KIND == Q5_1 {
-                            let qh = u32::from_le((blk.add(qs_at - 4) as *const u32).read_unaligned());
-                            q = _mm256_or_si256(q, fifth_bits(qh));
-                        }
-                        bytes_dot(q, yv)
+                    *sum = match KIND {
+                        Q8 => q8_lanes(blk, yv),
+                        Q5_0 | Q5_1 => bytes_dot(q4_values::<true>(blk, qs_at), yv),
+                        _ => bytes_dot(q4_values::<false>(blk, qs_at), yv),
                     };
                 }
             }
@@ -339,11 +356,8 @@ unsafe fn dot_q8_0(row: *const u8, nb: usize, a: ActRow) -> f32 {
     for b in 0..nb {
         unsafe {
             let blk = row.add(b * 34);
-            let x = _mm256_loadu_si256(blk.add(2) as *const __m256i);
             let yv = _mm256_loadu_si256(y.add(b * QK) as *const __m256i);
-            // maddubs wants unsigned × signed: |x| × (y with x's sign).
-            let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(yv, x));
-            let sumi = hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+            let sumi = hsum_i32(q8_lanes(blk, yv));
             sum += f16_at(blk) * *a.d.get_unchecked(b) * sumi as f32;
         }
     }
