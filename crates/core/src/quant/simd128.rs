@@ -116,12 +116,6 @@ fn column<T: Copy, const N: usize>(rows: &[[T; N]; 4], i: usize) -> [T; 4] {
     [rows[0][i], rows[1][i], rows[2][i], rows[3][i]]
 }
 
-/// Block `i`'s four rows' partial sums, each reduced ([`hsum4`]).
-#[inline]
-fn column_sum<const N: usize>(sums: &[[v128; N]; 4], i: usize) -> v128 {
-    hsum4(column(sums, i))
-}
-
 /// A Q5 block's fifth bits as bytes of 16 or 0, ready to OR onto the nibbles: element k of
 /// the first 16 takes bit k mod 8 of `qh`'s byte k / 8, element k of the second 16 of byte
 /// 2 + k / 8. One byte shuffle spreads each byte over its eight lanes.
@@ -200,7 +194,7 @@ pub(crate) fn dot_rows4(rows: [&[u8]; 4], a: &super::ActRow, block_bytes: usize,
         for i in 0..n {
             let b = b0 + i;
             let at = b * block_bytes;
-            let sumi = f32x4_convert_i32x4(column_sum(&sums, i));
+            let sumi = f32x4_convert_i32x4(hsum4(column(&sums, i)));
             let d = f16x4_to_f32(u16x4(&rows, at));
             let term = f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[b])), sumi);
             let term = match kind {
@@ -294,67 +288,81 @@ fn dot_rows4_k4<const FIVE: bool>(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 
     use super::kquants::{Q4_K_BYTES, Q5_K_BYTES, scale_min};
     let (bytes, qs_at) = if FIVE { (Q5_K_BYTES, 48) } else { (Q4_K_BYTES, 16) };
     let mut acc = f32x4_splat(0.0);
+    let block = |row: &[u8], at: usize, j: usize, ys: &[v128; 4]| {
+        let nibbles = |w: v128, h: usize| {
+            let n = if j.is_multiple_of(2) {
+                v128_and(w, u8x16_splat(0x0F))
+            } else {
+                u8x16_shr(w, 4)
+            };
+            if !FIVE {
+                return n;
+            }
+            let fifth = v128_and(u8x16_shr(load16(row, at + 16 + h), j as u32), u8x16_splat(1));
+            v128_or(n, u8x16_shl(fifth, 4))
+        };
+        let q = at + qs_at + 32 * (j / 2);
+        dot32(nibbles(load16(row, q), 0), nibbles(load16(row, q + 16), 16), ys, true)
+    };
+    k_passes(&rows, a, bytes, i32x4_splat(0), block, |sb, at, sums| {
+        let (d, dmin) = (f16x4_to_f32(u16x4(&rows, at)), f16x4_to_f32(u16x4(&rows, at + 2)));
+        let sm = rows.map(|r| {
+            let scales = &r[at + 4..at + 16];
+            core::array::from_fn::<(u8, u8), 8, _>(|j| scale_min(j, scales))
+        });
+        for (j, sums) in sums.into_iter().enumerate() {
+            let b = sb * 8 + j;
+            let sumi = f32x4_convert_i32x4(hsum4(sums));
+            let sm_j = sm.map(|r| r[j]);
+            let sc = f32x4_convert_i32x4(i32x4(
+                sm_j[0].0.into(),
+                sm_j[1].0.into(),
+                sm_j[2].0.into(),
+                sm_j[3].0.into(),
+            ));
+            let m = f32x4_convert_i32x4(i32x4(
+                sm_j[0].1.into(),
+                sm_j[1].1.into(),
+                sm_j[2].1.into(),
+                sm_j[3].1.into(),
+            ));
+            let plus = f32x4_mul(f32x4_mul(f32x4_mul(d, sc), f32x4_splat(a.d[b])), sumi);
+            let minus = f32x4_mul(f32x4_mul(dmin, m), f32x4_splat(a.s[b]));
+            acc = f32x4_add(acc, f32x4_sub(plus, minus));
+        }
+    });
+    lanes(acc)
+}
+
+/// The K-quant kernels' shared course: super-blocks (`bytes` each) in passes of [`K_PASS`];
+/// in a pass, `block(row, at, j, ys)` gives each row's integer value for block `j` of the
+/// super-block at byte `at` (ys: the block's widened activations), a row at a time (see
+/// `PASS`); then `fold(sb, at, values)` takes super-block `sb`'s eight blocks, the four rows'
+/// values of each, in block order (where the float part goes, in the scalar kernel's order).
+#[inline(always)]
+fn k_passes<T: Copy>(
+    rows: &[&[u8]; 4],
+    a: &super::ActRow,
+    bytes: usize,
+    zero: T,
+    block: impl Fn(&[u8], usize, usize, &[v128; 4]) -> T,
+    mut fold: impl FnMut(usize, usize, [[T; 4]; 8]),
+) {
     let supers = a.d.len() / 8;
     for sb0 in (0..supers).step_by(K_PASS) {
         let n = K_PASS.min(supers - sb0);
-        let zero = i32x4_splat(0);
         let ys = pass_acts(a, sb0, n);
-        // A row's super-blocks at a time (see `PASS`), then the float part in block order.
-        let mut sums = [[zero; 8 * K_PASS]; 4];
-        for (row, sums) in rows.iter().zip(&mut sums) {
-            for (i, sum) in sums.iter_mut().enumerate().take(8 * n) {
-                let (at, j) = ((sb0 + i / 8) * bytes, i % 8);
-                let nibbles = |w: v128, h: usize| {
-                    let n = if j % 2 == 0 {
-                        v128_and(w, u8x16_splat(0x0F))
-                    } else {
-                        u8x16_shr(w, 4)
-                    };
-                    if !FIVE {
-                        return n;
-                    }
-                    let fifth = v128_and(u8x16_shr(load16(row, at + 16 + h), j as u32), u8x16_splat(1));
-                    v128_or(n, u8x16_shl(fifth, 4))
-                };
-                let q = at + qs_at + 32 * (j / 2);
-                *sum = dot32(
-                    nibbles(load16(row, q), 0),
-                    nibbles(load16(row, q + 16), 16),
-                    &ys[i],
-                    true,
-                );
+        let mut values = [[zero; 8 * K_PASS]; 4];
+        for (row, values) in rows.iter().zip(&mut values) {
+            for (i, v) in values.iter_mut().enumerate().take(8 * n) {
+                *v = block(row, (sb0 + i / 8) * bytes, i % 8, &ys[i]);
             }
         }
         for s in 0..n {
-            let at = (sb0 + s) * bytes;
-            let (d, dmin) = (f16x4_to_f32(u16x4(&rows, at)), f16x4_to_f32(u16x4(&rows, at + 2)));
-            let sm = rows.map(|r| {
-                let scales = &r[at + 4..at + 16];
-                core::array::from_fn::<(u8, u8), 8, _>(|j| scale_min(j, scales))
-            });
-            for j in 0..8 {
-                let (i, b) = (8 * s + j, (sb0 + s) * 8 + j);
-                let sumi = f32x4_convert_i32x4(column_sum(&sums, i));
-                let sm_j = sm.map(|r| r[j]);
-                let sc = f32x4_convert_i32x4(i32x4(
-                    sm_j[0].0.into(),
-                    sm_j[1].0.into(),
-                    sm_j[2].0.into(),
-                    sm_j[3].0.into(),
-                ));
-                let m = f32x4_convert_i32x4(i32x4(
-                    sm_j[0].1.into(),
-                    sm_j[1].1.into(),
-                    sm_j[2].1.into(),
-                    sm_j[3].1.into(),
-                ));
-                let plus = f32x4_mul(f32x4_mul(f32x4_mul(d, sc), f32x4_splat(a.d[b])), sumi);
-                let minus = f32x4_mul(f32x4_mul(dmin, m), f32x4_splat(a.s[b]));
-                acc = f32x4_add(acc, f32x4_sub(plus, minus));
-            }
+            let sb = sb0 + s;
+            fold(sb, sb * bytes, core::array::from_fn(|j| column(&values, 8 * s + j)));
         }
     }
-    lanes(acc)
 }
 
 /// Σ over 16 signed bytes `w` times the widened activations `lo`, `hi` (one 16-value half),
@@ -378,37 +386,31 @@ fn half16(w: v128, lo: v128, hi: v128) -> i32 {
 pub(crate) fn dot_rows4_q3_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
     use super::kquants::{Q3_K_BYTES, q3_scales};
     let mut acc = f32x4_splat(0.0);
-    let supers = a.d.len() / 8;
-    for sb0 in (0..supers).step_by(K_PASS) {
-        let n = K_PASS.min(supers - sb0);
-        let ys = pass_acts(a, sb0, n);
-        // A row's super-blocks at a time (see `PASS`); each block's two scaled halves.
-        let mut sums = [[i32x4_splat(0); 8 * K_PASS]; 4];
-        for (row, sums) in rows.iter().zip(&mut sums) {
-            for s in 0..n {
-                let at = (sb0 + s) * Q3_K_BYTES;
-                let scales = q3_scales(&row[at + 96..at + 108]);
-                for k in 0..8 {
-                    let (i, ys) = (8 * s + k, &ys[8 * s + k]);
-                    let (part, j) = (k / 4, k as u32 % 4);
-                    let three = |l: usize| {
-                        let q = v128_and(u8x16_shr(load16(row, at + 32 + 32 * part + l), 2 * j), u8x16_splat(3));
-                        let h = v128_and(u8x16_shr(load16(row, at + l), k as u32), u8x16_splat(1));
-                        i8x16_sub(v128_or(q, u8x16_shl(h, 2)), i8x16_splat(4))
-                    };
-                    sums[i] = i32x4_add(
-                        i32x4_mul(half16x4(three(0), ys[0], ys[1]), i32x4_splat(scales[2 * k])),
-                        i32x4_mul(half16x4(three(16), ys[2], ys[3]), i32x4_splat(scales[2 * k + 1])),
-                    );
-                }
-            }
+    // Each block's two halves' sums (i32x4 partials), scaled once the super-block's scales are out.
+    let block = |row: &[u8], at: usize, k: usize, ys: &[v128; 4]| {
+        let (part, j) = (k / 4, k as u32 % 4);
+        let three = |l: usize| {
+            let q = v128_and(u8x16_shr(load16(row, at + 32 + 32 * part + l), 2 * j), u8x16_splat(3));
+            let h = v128_and(u8x16_shr(load16(row, at + l), k as u32), u8x16_splat(1));
+            i8x16_sub(v128_or(q, u8x16_shl(h, 2)), i8x16_splat(4))
+        };
+        [half16x4(three(0), ys[0], ys[1]), half16x4(three(16), ys[2], ys[3])]
+    };
+    k_passes(&rows, a, Q3_K_BYTES, [i32x4_splat(0); 2], block, |sb, at, halves| {
+        let d = f16x4_to_f32(u16x4(&rows, at + 108));
+        let scales = rows.map(|r| q3_scales(&r[at + 96..at + 108]));
+        for (k, halves) in halves.into_iter().enumerate() {
+            let sums = core::array::from_fn(|r| {
+                let (h, sc) = (halves[r], &scales[r]);
+                i32x4_add(
+                    i32x4_mul(h[0], i32x4_splat(sc[2 * k])),
+                    i32x4_mul(h[1], i32x4_splat(sc[2 * k + 1])),
+                )
+            });
+            let sumi = f32x4_convert_i32x4(hsum4(sums));
+            acc = f32x4_add(acc, f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[sb * 8 + k])), sumi));
         }
-        for i in 0..8 * n {
-            let d = f16x4_to_f32(u16x4(&rows, (sb0 + i / 8) * Q3_K_BYTES + 108));
-            let sumi = f32x4_convert_i32x4(column_sum(&sums, i));
-            acc = f32x4_add(acc, f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[sb0 * 8 + i])), sumi));
-        }
-    }
+    });
     lanes(acc)
 }
 
@@ -418,42 +420,40 @@ pub(crate) fn dot_rows4_q3_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
 pub(crate) fn dot_rows4_q2_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
     use super::kquants::Q2_K_BYTES;
     let mut acc = f32x4_splat(0.0);
+    // Each block's scaled 2-bit sums (i32x4 partials) and its two scale bytes (the mins).
+    let block = |row: &[u8], at: usize, k: usize, ys: &[v128; 4]| {
+        let (part, j) = (k / 4, k as u32 % 4);
+        let two = |l: usize| v128_and(u8x16_shr(load16(row, at + 16 + 32 * part + l), 2 * j), u8x16_splat(3));
+        let (sc0, sc1) = (row[at + 2 * k], row[at + 2 * k + 1]);
+        let qy = i32x4_add(
+            i32x4_mul(half16x4(two(0), ys[0], ys[1]), i32x4_splat((sc0 & 0xF) as i32)),
+            i32x4_mul(half16x4(two(16), ys[2], ys[3]), i32x4_splat((sc1 & 0xF) as i32)),
+        );
+        (qy, [sc0 >> 4, sc1 >> 4])
+    };
     let ones = i8x16_splat(1);
-    let supers = a.d.len() / 8;
-    for sb0 in (0..supers).step_by(K_PASS) {
-        let n = K_PASS.min(supers - sb0);
-        let ys = pass_acts(a, sb0, n);
-        // A row's super-blocks at a time (see `PASS`): per block the scaled 2-bit sums (i32x4
-        // partials) and the mins times the activations' half sums.
-        let sy: [[i32; 2]; 8 * K_PASS] =
-            core::array::from_fn(|i| [half16(ones, ys[i][0], ys[i][1]), half16(ones, ys[i][2], ys[i][3])]);
-        let mut qy = [[i32x4_splat(0); 8 * K_PASS]; 4];
-        let mut my = [[0i32; 8 * K_PASS]; 4];
-        for ((row, qy), my) in rows.iter().zip(&mut qy).zip(&mut my) {
-            for i in 0..8 * n {
-                let (at, k, ys) = ((sb0 + i / 8) * Q2_K_BYTES, i % 8, &ys[i]);
-                let (part, j) = (k / 4, k as u32 % 4);
-                let two = |l: usize| v128_and(u8x16_shr(load16(row, at + 16 + 32 * part + l), 2 * j), u8x16_splat(3));
-                let (sc0, sc1) = (row[at + 2 * k], row[at + 2 * k + 1]);
-                qy[i] = i32x4_add(
-                    i32x4_mul(half16x4(two(0), ys[0], ys[1]), i32x4_splat((sc0 & 0xF) as i32)),
-                    i32x4_mul(half16x4(two(16), ys[2], ys[3]), i32x4_splat((sc1 & 0xF) as i32)),
-                );
-                my[i] = (sc0 >> 4) as i32 * sy[i][0] + (sc1 >> 4) as i32 * sy[i][1];
-            }
-        }
-        for i in 0..8 * n {
-            let at = (sb0 + i / 8) * Q2_K_BYTES;
+    k_passes(
+        &rows,
+        a,
+        Q2_K_BYTES,
+        (i32x4_splat(0), [0; 2]),
+        block,
+        |sb, at, values| {
             let (d, dmin) = (f16x4_to_f32(u16x4(&rows, at + 80)), f16x4_to_f32(u16x4(&rows, at + 82)));
-            let q = f32x4_convert_i32x4(column_sum(&qy, i));
-            let my = column(&my, i);
-            let m = f32x4_convert_i32x4(i32x4(my[0], my[1], my[2], my[3]));
-            let ad = f32x4_splat(a.d[sb0 * 8 + i]);
-            let plus = f32x4_mul(f32x4_mul(d, ad), q);
-            let minus = f32x4_mul(f32x4_mul(dmin, ad), m);
-            acc = f32x4_add(acc, f32x4_sub(plus, minus));
-        }
-    }
+            for (k, v) in values.into_iter().enumerate() {
+                let b = sb * 8 + k;
+                let ys = acts32(a, b);
+                let sy = [half16(ones, ys[0], ys[1]), half16(ones, ys[2], ys[3])];
+                let my = v.map(|(_, m)| m[0] as i32 * sy[0] + m[1] as i32 * sy[1]);
+                let q = f32x4_convert_i32x4(hsum4(v.map(|(qy, _)| qy)));
+                let m = f32x4_convert_i32x4(i32x4(my[0], my[1], my[2], my[3]));
+                let ad = f32x4_splat(a.d[b]);
+                let plus = f32x4_mul(f32x4_mul(d, ad), q);
+                let minus = f32x4_mul(f32x4_mul(dmin, ad), m);
+                acc = f32x4_add(acc, f32x4_sub(plus, minus));
+            }
+        },
+    );
     lanes(acc)
 }
 
@@ -463,47 +463,37 @@ pub(crate) fn dot_rows4_q2_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
 pub(crate) fn dot_rows4_q6_k(rows: [&[u8]; 4], a: &super::ActRow) -> [f32; 4] {
     use super::kquants::Q6_K_BYTES;
     let mut acc = f32x4_splat(0.0);
-    let supers = a.d.len() / 8;
-    for sb0 in (0..supers).step_by(K_PASS) {
-        let n = K_PASS.min(supers - sb0);
-        let zero = i32x4_splat(0);
-        let ys = pass_acts(a, sb0, n);
-        // A row's super-blocks at a time (see `PASS`); each block's two scaled halves as i32x4
-        // partial sums, reduced across the rows below.
-        let mut sums = [[zero; 8 * K_PASS]; 4];
-        for (row, sums) in rows.iter().zip(&mut sums) {
-            for (i, sum) in sums.iter_mut().enumerate().take(8 * n) {
-                let (at, b) = ((sb0 + i / 8) * Q6_K_BYTES, i % 8);
-                let (h, k) = (b / 4, b % 4);
-                let lo = at + 64 * h + 32 * (k % 2);
-                let hi = at + 128 + 32 * h;
-                let six = |l: usize| {
-                    let q = load16(row, lo + l);
-                    let nib = if k < 2 {
-                        v128_and(q, u8x16_splat(0x0F))
-                    } else {
-                        u8x16_shr(q, 4)
-                    };
-                    let top = u8x16_shl(
-                        v128_and(u8x16_shr(load16(row, hi + l), 2 * k as u32), u8x16_splat(3)),
-                        4,
-                    );
-                    i8x16_sub(v128_or(nib, top), i8x16_splat(32))
-                };
-                let ys = &ys[i];
-                let sc = &row[at + 192 + 2 * b..at + 194 + 2 * b];
-                *sum = i32x4_add(
-                    i32x4_mul(half16x4(six(0), ys[0], ys[1]), i32x4_splat((sc[0] as i8) as i32)),
-                    i32x4_mul(half16x4(six(16), ys[2], ys[3]), i32x4_splat((sc[1] as i8) as i32)),
-                );
-            }
+    // Each block's two scaled halves as i32x4 partial sums.
+    let block = |row: &[u8], at: usize, b: usize, ys: &[v128; 4]| {
+        let (h, k) = (b / 4, b % 4);
+        let lo = at + 64 * h + 32 * (k % 2);
+        let hi = at + 128 + 32 * h;
+        let six = |l: usize| {
+            let q = load16(row, lo + l);
+            let nib = if k < 2 {
+                v128_and(q, u8x16_splat(0x0F))
+            } else {
+                u8x16_shr(q, 4)
+            };
+            let top = u8x16_shl(
+                v128_and(u8x16_shr(load16(row, hi + l), 2 * k as u32), u8x16_splat(3)),
+                4,
+            );
+            i8x16_sub(v128_or(nib, top), i8x16_splat(32))
+        };
+        let sc = &row[at + 192 + 2 * b..at + 194 + 2 * b];
+        i32x4_add(
+            i32x4_mul(half16x4(six(0), ys[0], ys[1]), i32x4_splat((sc[0] as i8) as i32)),
+            i32x4_mul(half16x4(six(16), ys[2], ys[3]), i32x4_splat((sc[1] as i8) as i32)),
+        )
+    };
+    k_passes(&rows, a, Q6_K_BYTES, i32x4_splat(0), block, |sb, at, sums| {
+        let d = f16x4_to_f32(u16x4(&rows, at + 208));
+        for (b, sums) in sums.into_iter().enumerate() {
+            let sumi = f32x4_convert_i32x4(hsum4(sums));
+            acc = f32x4_add(acc, f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[sb * 8 + b])), sumi));
         }
-        for i in 0..8 * n {
-            let d = f16x4_to_f32(u16x4(&rows, (sb0 + i / 8) * Q6_K_BYTES + 208));
-            let sumi = f32x4_convert_i32x4(column_sum(&sums, i));
-            acc = f32x4_add(acc, f32x4_mul(f32x4_mul(d, f32x4_splat(a.d[sb0 * 8 + i])), sumi));
-        }
-    }
+    });
     lanes(acc)
 }
 
