@@ -129,14 +129,23 @@ async fn main() {
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     let w_cpu = wllama(&b, &theirs, false).await;
     let (t_cpu, _) = tokscope(&b, &ours, &model, true).await;
+    let rate = |v: &serde_json::Value| v["decode_tok_s"].as_f64().unwrap_or(f64::NAN);
+    let table = || {
+        println!("same browser, same GGUF ({model}), {TOKENS} greedy tokens, second of two runs:");
+        println!("path              tokscope tok/s   wllama tok/s   tokscope ÷ wllama");
+    };
+    let cpu_row = || {
+        println!(
+            "wasm CPU, 1 thread{:>14.1} {:>14.1} {:>19.2}",
+            t_cpu,
+            rate(&w_cpu),
+            t_cpu / rate(&w_cpu)
+        )
+    };
     if cpu_only {
         b.close().await;
-        println!("same browser, same GGUF ({model}), {TOKENS} greedy tokens, second of two runs:");
-        println!(
-            "wasm CPU, 1 thread: tokscope {t_cpu:.1} tok/s, wllama {:.1} tok/s, tokscope ÷ wllama {:.2}",
-            w_cpu["decode_tok_s"].as_f64().unwrap_or(f64::NAN),
-            t_cpu / w_cpu["decode_tok_s"].as_f64().unwrap_or(f64::NAN)
-        );
+        table();
+        cpu_row();
         println!("wllama details: cpu {w_cpu}");
         return;
     }
@@ -145,21 +154,14 @@ async fn main() {
     b.close().await;
     let swiftshader = t_gpu_backend.to_lowercase().contains("swiftshader");
     let native = native_on_same_driver(swiftshader, &model);
-    let rate = |v: &serde_json::Value| v["decode_tok_s"].as_f64().unwrap_or(f64::NAN);
-    println!("same browser, same GGUF ({model}), {TOKENS} greedy tokens, second of two runs:");
-    println!("path              tokscope tok/s   wllama tok/s   tokscope ÷ wllama");
+    table();
     println!(
         "WebGPU            {:>14.1} {:>14.1} {:>19.2}   ({t_gpu_backend})",
         t_gpu,
         rate(&w_gpu),
         t_gpu / rate(&w_gpu)
     );
-    println!(
-        "wasm CPU, 1 thread{:>14.1} {:>14.1} {:>19.2}",
-        t_cpu,
-        rate(&w_cpu),
-        t_cpu / rate(&w_cpu)
-    );
+    cpu_row();
     println!(
         "tokscope WebGPU in the browser ÷ native on the same driver ({}): {t_gpu:.1} ÷ {native:.1} = {:.2}",
         if swiftshader {

@@ -263,8 +263,8 @@ impl State {
                 self.batch.update(|b| b.running = false);
                 self.status.set("Batch dial: done.".into());
             }
-            // With nothing else in flight, an error answers the token view's request: it shows
-            // there, and the page's model and run stay as they were.
+            // An error answering the token view's request shows there; the page's model and run
+            // stay as they were.
             FromWorker::Error {
                 message,
                 to: Request::Tokenize,
