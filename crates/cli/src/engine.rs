@@ -15,7 +15,8 @@ pub fn new(backend: Backend, model: Arc<Model<FileBytes>>, context: usize) -> Re
         Backend::Cpu => Runner::cpu(model, context),
         Backend::Gpu => {
             let ctx = Arc::new(GpuContext::new_blocking().map_err(|e| e.to_string())?);
-            Runner::gpu(ctx, model, context, |_, _| {})
+            ctx.clone()
+                .guarded_blocking(|| Runner::gpu(ctx, model, context, |_, _| {}))
         }
     }
     .map_err(|e| e.to_string())

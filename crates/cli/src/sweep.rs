@@ -78,7 +78,7 @@ fn measure_batch<B: AsRef<[u8]>>(
 ) -> Result<BatchRow, String> {
     let context = prompt.len() + tokens + 9;
     let mut e = match gpu {
-        Some(ctx) => Batch::gpu(ctx.clone(), model.clone(), context, b),
+        Some(ctx) => ctx.guarded_blocking(|| Batch::gpu(ctx.clone(), model.clone(), context, b)),
         None => Batch::cpu(model.clone(), context, b),
     }
     .map_err(|e| e.to_string())?;

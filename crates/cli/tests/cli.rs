@@ -678,3 +678,114 @@ fn soak_to_the_context_limit_keeps_memory_flat() {
         "twice --every",
     );
 }
+
+/// Out of GPU memory is one clear line naming the tensor, never wgpu's panic. A lavapipe
+/// "GPU" allocates from the process's own memory, so capping the address space (`prlimit`)
+/// runs it out: a ladder of caps, from below what device creation needs to above what the
+/// model needs, must give that line at least once and a panic never. (A cap can also land
+/// on a host allocation first, which aborts; that is the host's memory, not this row.)
+#[test]
+fn out_of_gpu_memory_is_one_clear_line() {
+    let tiny = tiny();
+    if !gpu_ran(&generate(
+        &tiny,
+        &["--prompt", "a", "--max-tokens", "1", "--backend", "gpu"],
+    )) {
+        return;
+    }
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        assert_ne!(
+            std::env::var("TOKSCOPE_REQUIRE_GPU").as_deref(),
+            Ok("1"),
+            "prlimit (util-linux) is missing"
+        );
+        eprintln!("skipping: no prlimit");
+        return;
+    }
+    let path = smollm2_shaped();
+    let mut said = vec![];
+    for cap_mb in (400..=1400).step_by(50) {
+        let out = Command::new("prlimit")
+            .arg(format!("--as={}", cap_mb << 20))
+            .arg(env!("CARGO_BIN_EXE_tokscope"))
+            .args([
+                "generate",
+                "--model",
+                s(&path),
+                "--backend",
+                "gpu",
+                "--prompt",
+                "a",
+                "--max-tokens",
+                "1",
+            ])
+            // Fewer threads and malloc arenas: less address space that is not the model's.
+            .env("LP_NUM_THREADS", "2")
+            .env("MALLOC_ARENA_MAX", "2")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("internal error"),
+            "cap {cap_mb} MB: {stderr}"
+        );
+        if stderr.contains("ran out of memory") {
+            assert_clean_error(&out, "error: the GPU ran out of memory for this model: \"blk.");
+        }
+        said.push(format!("{cap_mb} MB: {}", stderr.lines().next().unwrap_or("")));
+        if out.status.success() {
+            break;
+        }
+    }
+    assert!(
+        said.iter().any(|l| l.contains("ran out of memory")),
+        "no cap ran the GPU out of memory:\n{}",
+        said.join("\n")
+    );
+}
+
+/// SmolLM2 135M's exact tensor shapes in Q8_0, random weights (144 MB).
+fn smollm2_shaped() -> PathBuf {
+    let shape = tokscope_core::shaped::ShapeSpec::by_id("smollm2-135m").unwrap();
+    let path = tmp("smollm2-q8_0.gguf", &[]);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    shape.write(tokscope_core::quant::GgmlType::Q8_0, 1, &mut file).unwrap();
+    path
+}
+
+/// A buffer over the adapter's binding limit is one clear line naming it and the limit. At
+/// SmolLM2's full context of 8,192 tokens its keys take 188,743,680 bytes: over lavapipe's
+/// (and WebGPU's default) 128 MiB binding; an adapter that holds it must run the model.
+#[test]
+fn a_kv_cache_over_the_binding_limit_is_one_clear_line() {
+    let probe = tokscope(&["probe", "--json"]);
+    if !gpu_ran(&probe) {
+        return;
+    }
+    let limit = json(&probe)["adapter"]["max_storage_buffer_binding_size"]
+        .as_u64()
+        .unwrap();
+    let path = smollm2_shaped();
+    let args = [
+        "--backend",
+        "gpu",
+        "--prompt",
+        "a",
+        "--max-tokens",
+        "1",
+        "--context",
+        "8192",
+    ];
+    let out = generate(&path, &args);
+    if limit >= 188_743_680 {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    assert_clean_error(
+        &out,
+        &format!(
+            "the model does not fit this GPU: \"KV cache\" needs a 188743680 byte buffer, above this device's \
+             limit of {limit} bytes (maxStorageBufferBindingSize)"
+        ),
+    );
+}

@@ -9,15 +9,26 @@ pub enum GpuError {
     NoAdapter(String),
     #[error("the GPU device could not be created: {0}")]
     NoDevice(String),
-    #[error("tensor {tensor:?} needs a {size} byte buffer, above this device's limit of {limit} bytes ({which})")]
+    #[error(
+        "the model does not fit this GPU: {tensor:?} needs a {size} byte buffer, above this device's limit of {limit} bytes ({which})"
+    )]
     TooBig {
         tensor: String,
         size: u64,
         limit: u64,
         which: &'static str,
     },
-    #[error("tensor {tensor:?} has rows of {cols} values; the GPU kernels stage at most {max} per row")]
+    #[error(
+        "the model does not fit this GPU: tensor {tensor:?} has rows of {cols} values; the GPU kernels stage at most {max} per row"
+    )]
     TooWide { tensor: String, cols: usize, max: usize },
+    /// The driver could not allocate a buffer: reported through an error scope, never a panic.
+    #[error("the GPU ran out of memory for this model: {0}")]
+    OutOfMemory(String),
+    /// A pipeline or buffer the engine made was invalid on this device (a shader the driver
+    /// could not compile, for instance): without this the engine would run and read zeros.
+    #[error("this GPU rejected the engine: {0}")]
+    Rejected(String),
     #[error("reading results back from the GPU failed: {0}")]
     Readback(String),
     #[error(transparent)]
@@ -194,11 +205,102 @@ impl GpuContext {
         self.device.create_buffer(desc)
     }
 
-    /// A buffer holding `desc.contents`, counted in [`GpuContext::created`].
+    /// A buffer holding `desc.contents`, counted in [`GpuContext::created`]: for the small ones
+    /// (parameters, norm gains). Written through the queue, so a buffer that could not be made
+    /// is an error for [`GpuContext::guarded`]'s scope, never a panic.
     pub fn create_buffer_init(&self, desc: &wgpu::util::BufferInitDescriptor) -> wgpu::Buffer {
-        use wgpu::util::DeviceExt;
-        self.created.add(desc.contents.len() as u64);
-        self.device.create_buffer_init(desc)
+        self.written(desc, desc.contents.len() as u64)
+    }
+
+    /// A weight matrix's buffer: `desc.contents` in at least `size` bytes (zeros after them).
+    ///
+    /// Out of memory is an error naming the tensor. Natively the buffer is mapped at creation
+    /// (no staging copy: a load never holds the weights twice), so its allocation is checked in
+    /// its own error scope, answered at once there, before the mapping (which wgpu would panic
+    /// on, where a mapping that fails anyway is an error too); in a browser a buffer mapped at creation would throw (WebGPU's `RangeError`), so
+    /// it is written through the queue and a failed allocation is left to `guarded`'s scope.
+    pub fn upload(&self, desc: &wgpu::util::BufferInitDescriptor, size: u64) -> Result<wgpu::Buffer, GpuError> {
+        #[cfg(target_arch = "wasm32")]
+        return Ok(self.written(desc, size));
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let contents = desc.contents;
+            let size = Self::padded(size.max(contents.len() as u64));
+            let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let buffer = self.create_buffer(&wgpu::BufferDescriptor {
+                label: desc.label,
+                size,
+                usage: desc.usage,
+                mapped_at_creation: true,
+            });
+            if let Some(e) = pollster::block_on(out_of_memory.pop()) {
+                let tensor = desc.label.unwrap_or("a weight");
+                return Err(GpuError::OutOfMemory(format!("{tensor:?} needed {size} bytes: {e}")));
+            }
+            let mut view = buffer
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| GpuError::Rejected(format!("mapping {:?}: {e:?}", desc.label.unwrap_or("a weight"))))?;
+            view.slice(..contents.len()).copy_from_slice(contents);
+            drop(view);
+            buffer.unmap();
+            Ok(buffer)
+        }
+    }
+
+    /// Whole words, at least one: what a buffer written by a copy must be.
+    fn padded(size: u64) -> u64 {
+        size.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            .max(wgpu::COPY_BUFFER_ALIGNMENT)
+    }
+
+    /// A buffer of at least `size` bytes written with `desc.contents` through the queue.
+    fn written(&self, desc: &wgpu::util::BufferInitDescriptor, size: u64) -> wgpu::Buffer {
+        let contents = desc.contents;
+        let buffer = self.create_buffer(&wgpu::BufferDescriptor {
+            label: desc.label,
+            size: Self::padded(size.max(contents.len() as u64)),
+            usage: desc.usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let aligned = contents.len() & !(wgpu::COPY_BUFFER_ALIGNMENT as usize - 1);
+        if aligned > 0 {
+            self.queue.write_buffer(&buffer, 0, &contents[..aligned]);
+        }
+        if aligned < contents.len() {
+            let mut tail = [0u8; 4];
+            tail[..contents.len() - aligned].copy_from_slice(&contents[aligned..]);
+            self.queue.write_buffer(&buffer, aligned as u64, &tail);
+        }
+        buffer
+    }
+
+    /// Runs `build` (an engine's upload: its buffers, pipelines and bind groups) under
+    /// out-of-memory and validation error scopes. WebGPU reports both only asynchronously, and
+    /// wgpu natively panics on an error no scope catches, so an engine built without this
+    /// would read back zeros in a browser and take the CLI down. Out of memory wins over the
+    /// errors it causes downstream (a write to the buffer that was never made).
+    pub async fn guarded<T, E: From<GpuError>>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let invalid = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let built = build();
+        // Scopes are a stack: the inner one is popped first.
+        let (invalid, out_of_memory) = (invalid.pop(), out_of_memory.pop());
+        let (invalid, out_of_memory) = (invalid.await, out_of_memory.await);
+        if let Some(e) = out_of_memory {
+            return Err(GpuError::OutOfMemory(e.to_string()).into());
+        }
+        let built = built?;
+        match invalid {
+            Some(e) => Err(GpuError::Rejected(e.to_string()).into()),
+            None => Ok(built),
+        }
+    }
+
+    /// Blocks on [`GpuContext::guarded`] (native only: there the scopes answer at once).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn guarded_blocking<T, E: From<GpuError>>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        pollster::block_on(self.guarded(build))
     }
 
     /// Fails with a message naming the tensor when `size` cannot be one storage binding.

@@ -178,20 +178,16 @@ impl GpuMatrix {
                 max: widest,
             });
         }
-        // Whole 16-byte words, for the kernels' vec4 view of the same buffer (copied only when
-        // padding is needed).
-        let words: std::borrow::Cow<[u32]> = if packed.words.len().is_multiple_of(4) {
-            (&packed.words[..]).into()
-        } else {
-            let mut padded = packed.words.clone();
-            padded.resize(padded.len().next_multiple_of(4), 0);
-            padded.into()
-        };
-        let weights = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(name),
-            contents: bytemuck::cast_slice(&words),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        // Whole 16-byte words, for the kernels' vec4 view of the same buffer.
+        let bytes: &[u8] = bytemuck::cast_slice(&packed.words);
+        let weights = ctx.upload(
+            &wgpu::util::BufferInitDescriptor {
+                label: Some(name),
+                contents: bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+            },
+            (bytes.len() as u64).next_multiple_of(16),
+        )?;
         Ok(Self {
             name: name.to_string(),
             ty: packed.ty,

@@ -19,6 +19,12 @@ pub enum RunError {
     NothingPending,
 }
 
+impl From<crate::GpuError> for RunError {
+    fn from(e: crate::GpuError) -> Self {
+        RunError::Gpu(e.into())
+    }
+}
+
 pub enum Runner<B> {
     /// The CPU computes at `begin_*`; `next` holds the sampled token until `finish`.
     Cpu {

@@ -212,21 +212,14 @@ impl Worker {
         });
         let total = model.gguf.file_len();
         let mut progress = Progress::new(Phase::Upload, Some(total));
-        // WebGPU reports shader and pipeline errors asynchronously: catch them here, or the
-        // engine would run and read back zeros.
-        // Out of GPU memory is reported the same way: the page then runs the CPU engine.
-        let out_of_memory = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let runner = Runner::gpu(ctx.clone(), model.clone(), context, |done, _| {
-            progress.report(done, false)
-        })
-        .map_err(|e| format!("the model does not fit this GPU: {e}"))?;
-        if let Some(e) = scope.pop().await {
-            return Err(format!("this GPU rejected the engine: {e}"));
-        }
-        if let Some(e) = out_of_memory.pop().await {
-            return Err(format!("the GPU ran out of memory for this model: {e}"));
-        }
+        let runner = ctx
+            .guarded(|| {
+                Runner::gpu(ctx.clone(), model.clone(), context, |done, _| {
+                    progress.report(done, false)
+                })
+            })
+            .await
+            .map_err(|e| e.to_string())?;
         progress.report(total, true);
         let name = ctx.summary().name;
         let words = super::js::adapter_words().await.unwrap_or_default();
@@ -330,7 +323,7 @@ impl Worker {
         let context = prompt.len() + tokens + 1;
         for &b in batches {
             let mut e = match &gpu {
-                Some(ctx) => Batch::gpu(ctx.clone(), model.clone(), context, b),
+                Some(ctx) => ctx.guarded(|| Batch::gpu(ctx.clone(), model.clone(), context, b)).await,
                 None => Batch::cpu(model.clone(), context, b),
             }
             .map_err(|e| e.to_string())?;
