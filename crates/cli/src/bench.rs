@@ -303,8 +303,8 @@ fn print_profile(dispatches: usize, probe: &ProbeResult, profile: &Profile, tok_
     let total = profile.seconds();
     for c in &profile.classes {
         println!(
-            "  {:<10} {:>4} dispatches {:>8.3} ms ({:>4.1} %) {:>8.1} µs each",
-            format!("{:?}", c.class).to_lowercase(),
+            "  {:<11} {:>4} dispatches {:>8.3} ms ({:>4.1} %) {:>8.1} µs each",
+            c.class.label(),
             c.dispatches,
             c.seconds * 1e3,
             100.0 * c.seconds / total,

@@ -325,9 +325,12 @@ fn gpu_bench_json_has_the_issue_fields() {
     assert!(!v["adapter"].as_str().unwrap().is_empty());
     let classes = v["profile"]["classes"].as_array().unwrap();
     let names: Vec<&str> = classes.iter().map(|c| c["class"].as_str().unwrap()).collect();
-    assert_eq!(names, ["matvec", "attention", "head", "top_k"]);
+    assert_eq!(
+        names,
+        ["qkv", "attention", "attn_output", "gate_up", "down", "head", "top_k"]
+    );
     let counts: Vec<u64> = classes.iter().map(|c| c["dispatches"].as_u64().unwrap()).collect();
-    assert_eq!(counts, [2 * 4, 2, 1, 1]);
+    assert_eq!(counts, [2, 2, 2, 2, 2, 1, 1]);
     // The floor model from the probe's figures, and the measured step against it.
     let floor = &v["floor"];
     let step = floor["step_s"].as_f64().unwrap();
@@ -687,10 +690,7 @@ fn soak_to_the_context_limit_keeps_memory_flat() {
 #[test]
 fn out_of_gpu_memory_is_one_clear_line() {
     let tiny = tiny();
-    if !gpu_ran(&generate(
-        &tiny,
-        &["--prompt", "a", "--max-tokens", "1", "--backend", "gpu"],
-    )) {
+    if !gpu_ran(&generate(&tiny, &ONE_GPU_TOKEN)) {
         return;
     }
     if Command::new("prlimit").arg("--version").output().is_err() {
@@ -708,17 +708,8 @@ fn out_of_gpu_memory_is_one_clear_line() {
         let out = Command::new("prlimit")
             .arg(format!("--as={}", cap_mb << 20))
             .arg(env!("CARGO_BIN_EXE_tokscope"))
-            .args([
-                "generate",
-                "--model",
-                s(&path),
-                "--backend",
-                "gpu",
-                "--prompt",
-                "a",
-                "--max-tokens",
-                "1",
-            ])
+            .args(["generate", "--model", s(&path)])
+            .args(ONE_GPU_TOKEN)
             // Fewer threads and malloc arenas: less address space that is not the model's.
             .env("LP_NUM_THREADS", "2")
             .env("MALLOC_ARENA_MAX", "2")
@@ -744,6 +735,9 @@ fn out_of_gpu_memory_is_one_clear_line() {
     );
 }
 
+/// One greedy token on the GPU engine.
+const ONE_GPU_TOKEN: [&str; 6] = ["--backend", "gpu", "--prompt", "a", "--max-tokens", "1"];
+
 /// SmolLM2 135M's exact tensor shapes in Q8_0, random weights (144 MB).
 fn smollm2_shaped() -> PathBuf {
     let shape = tokscope_core::shaped::ShapeSpec::by_id("smollm2-135m").unwrap();
@@ -766,17 +760,7 @@ fn a_kv_cache_over_the_binding_limit_is_one_clear_line() {
         .as_u64()
         .unwrap();
     let path = smollm2_shaped();
-    let args = [
-        "--backend",
-        "gpu",
-        "--prompt",
-        "a",
-        "--max-tokens",
-        "1",
-        "--context",
-        "8192",
-    ];
-    let out = generate(&path, &args);
+    let out = generate(&path, &[&ONE_GPU_TOKEN[..], &["--context", "8192"]].concat());
     if limit >= 188_743_680 {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         return;

@@ -32,6 +32,14 @@ use tokscope_core::quant::GgmlType;
 pub const OPS_SHADER: &str = crate::wgsl!("ops.wgsl");
 /// The most candidates the top-k kernel returns; samplers wanting more read every logit.
 pub const MAX_TOP_K: usize = 64;
+
+/// Logits per top-k workgroup in its first stage (ops.wgsl's `TOP_K_CHUNK`): a vocabulary of
+/// more than one chunk takes a workgroup per chunk, then one to merge their candidates, so no
+/// workgroup scans a large vocabulary alone (Gemma 3's 262,144 logits: 64 workgroups). On
+/// lavapipe the two stages decode as fast as the one workgroup did (Gemma with top-k 40 at
+/// chunks of 4,096, 32,768 or the whole vocabulary: 7.0–8.5 tok/s each, within its noise).
+const TOP_K_CHUNK: usize = 4096;
+
 /// The most sequences one engine decodes together ([`GpuEngine::with_sequences`]).
 pub const MAX_SEQUENCES: usize = 16;
 
@@ -78,8 +86,16 @@ const ROPE_HALVES: u32 = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelClass {
-    /// The layers' matrix products with their fused norms and epilogues.
-    Matvec,
+    /// The layers' matrix products with their fused norms and epilogues, one class per role,
+    /// so a fusion's cost can be weighed against the dispatch it would save: RMSNorm → Q, K, V
+    /// (→ RoPE, KV write);
+    Qkv,
+    /// attention's shares combined → output projection → + residual;
+    AttnOutput,
+    /// RMSNorm → gate and up → SwiGLU or GeGLU;
+    GateUp,
+    /// down projection → + residual.
+    Down,
     Attention,
     /// RMSNorm → output head.
     Head,
@@ -87,6 +103,22 @@ pub enum KernelClass {
     TopK,
     /// Per-head Q/K norms with RoPE, post-norm residual adds (families other than llama).
     Norms,
+}
+
+impl KernelClass {
+    /// Its name in `bench`'s table (and its JSON).
+    pub fn label(self) -> &'static str {
+        match self {
+            KernelClass::Qkv => "qkv",
+            KernelClass::AttnOutput => "attn_output",
+            KernelClass::GateUp => "gate_up",
+            KernelClass::Down => "down",
+            KernelClass::Attention => "attention",
+            KernelClass::Head => "head",
+            KernelClass::TopK => "top_k",
+            KernelClass::Norms => "norms",
+        }
+    }
 }
 
 /// One kernel class's share of a profiled token.
@@ -114,9 +146,18 @@ impl Profile {
 }
 
 enum Dispatch {
-    Matvec(MatvecCall),
+    Matvec(
+        MatvecCall,
+        #[cfg_attr(
+            target_arch = "wasm32",
+            expect(dead_code, reason = "only `profile` (native) reads it")
+        )]
+        KernelClass,
+    ),
     Attention(wgpu::BindGroup, u32),
     TopK(wgpu::BindGroup),
+    /// Top-k's first stage: (bindings, chunks).
+    TopKChunks(wgpu::BindGroup, u32),
     /// The non-llama families' Q/K/V step (bias, head norms, RoPE, KV write), per head slot.
     QkvPost(wgpu::BindGroup, u32),
     /// A post-norm residual add (gemma3), per column.
@@ -135,12 +176,11 @@ struct Columns {
 // Only `profile` (native) asks.
 #[cfg(not(target_arch = "wasm32"))]
 impl Dispatch {
-    fn class(&self, is_head: bool) -> KernelClass {
+    fn class(&self) -> KernelClass {
         match self {
-            Dispatch::Matvec(_) if is_head => KernelClass::Head,
-            Dispatch::Matvec(_) => KernelClass::Matvec,
+            Dispatch::Matvec(_, class) => *class,
             Dispatch::Attention(..) => KernelClass::Attention,
-            Dispatch::TopK(_) => KernelClass::TopK,
+            Dispatch::TopK(_) | Dispatch::TopKChunks(..) => KernelClass::TopK,
             Dispatch::QkvPost(..) | Dispatch::NormAdd(_) => KernelClass::Norms,
         }
     }
@@ -161,6 +201,8 @@ pub struct GpuEngine<B> {
     matvec: MatvecKernels,
     attention: wgpu::ComputePipeline,
     top_k: wgpu::ComputePipeline,
+    /// Top-k's first stage, a workgroup per chunk of the vocabulary (when it has several).
+    top_k_chunks: Option<wgpu::ComputePipeline>,
     dispatches: Vec<Dispatch>,
     /// The layers' dispatches (the rest: the head's slices and top-k).
     layer_dispatches: usize,
@@ -259,7 +301,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let ops_wg = ops_workgroup(ctx.info.device_type) as usize;
         let ops_workgroup = [("WG", ops_wg as f64)];
         let attention = ctx.pipeline_with(&module, "attention", &ops_workgroup);
-        let top_k = ctx.pipeline_with(&module, "top_k", &ops_workgroup);
+        let top_k_chunks = c.vocab_size.div_ceil(TOP_K_CHUNK);
+        let top_k_stage = |stage: u32| {
+            let constants = [
+                ("WG", ops_wg as f64),
+                ("TOP_K_STAGE", stage as f64),
+                ("TOP_K_CHUNK", TOP_K_CHUNK as f64),
+                ("TOP_K_MAX", MAX_TOP_K as f64),
+            ];
+            ctx.pipeline_with(&module, "top_k", &constants)
+        };
+        let (top_k, top_k_first) = match top_k_chunks {
+            1 => (top_k_stage(0), None),
+            _ => (top_k_stage(2), Some(top_k_stage(1))),
+        };
         // The llama family's Q/K/V step is matvec's fused RoPE epilogue; the others need a
         // whole head (its norm) or pair across it (RoPE on halves): a step of their own.
         // So do Q, K and V of different types (Q4_K_M gives V more bits): one matrix cannot hold
@@ -305,6 +360,11 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         ctx.check_binding("logits", (seqs * c.vocab_size * 4) as u64)?;
         let logits = storage(&ctx, "logits", seqs * c.vocab_size);
         let candidates = storage(&ctx, "top-k", seqs * 2 * MAX_TOP_K);
+        let top_k_parts = storage(
+            &ctx,
+            "top-k chunks",
+            top_k_first.as_ref().map_or(1, |_| seqs * top_k_chunks * 2 * MAX_TOP_K),
+        );
         // One region per layer, each holding every sequence's `capacity` rows.
         let layer_floats = seqs * capacity * kvd;
         let cache_floats = c.n_layers * layer_floats;
@@ -416,7 +476,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 out_rows: None,
             }
         }
-        let mut mv = |m: &GpuMatrix, io: MatvecIo<'_>| Dispatch::Matvec(matvec.bind(&ctx, m, io));
+        let mut mv = |m: &GpuMatrix, io: MatvecIo<'_>, class| Dispatch::Matvec(matvec.bind(&ctx, m, io), class);
         let mut dispatches = Vec::new();
         for (li, l) in model.desc.layers.iter().enumerate() {
             let cache_at = li * layer_floats;
@@ -443,7 +503,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                         out_rows: Some((at, qd + 2 * kvd)),
                         ..io(&x, &qkv, Some((&attn_norm, eps)), Epilogue::Store, &step)
                     };
-                    dispatches.push(mv(m, into));
+                    dispatches.push(mv(m, into, KernelClass::Qkv));
                     at += m.rows;
                 }
                 let vec_of = |w: &Option<Weight>| w.as_ref().map(|w| model.dequantized(w)).unwrap_or_default();
@@ -482,7 +542,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                     v_cache: &vc,
                     rope: &rope,
                 };
-                dispatches.push(mv(&wqkv[0], io(&x, &q, Some((&attn_norm, eps)), rope_kv, &step)));
+                let qkv_io = io(&x, &q, Some((&attn_norm, eps)), rope_kv, &step);
+                dispatches.push(mv(&wqkv[0], qkv_io, KernelClass::Qkv));
             }
             let att_bind = bind(
                 &attention,
@@ -518,16 +579,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 combine: Some(shares),
                 ..io(&att, to, None, epilogue, &step)
             };
-            dispatches.push(mv(&wo, wo_io));
+            dispatches.push(mv(&wo, wo_io, KernelClass::AttnOutput));
             dispatches.extend(after_wo);
             let act = if family.gelu() {
                 Epilogue::GeGlu
             } else {
                 Epilogue::SwiGlu
             };
-            dispatches.push(mv(&wgu, io(&x, &h, Some((&ffn_norm, eps)), act, &step)));
+            dispatches.push(mv(
+                &wgu,
+                io(&x, &h, Some((&ffn_norm, eps)), act, &step),
+                KernelClass::GateUp,
+            ));
             let (to, epilogue) = residual(&after_down);
-            dispatches.push(mv(&wd, io(&h, to, None, epilogue, &step)));
+            dispatches.push(mv(&wd, io(&h, to, None, epilogue, &step), KernelClass::Down));
             dispatches.extend(after_down);
         }
         let layer_dispatches = dispatches.len();
@@ -553,13 +618,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 out_rows: Some((rows.start, w.rows)),
                 ..io(&x, &logits, Some((&out_norm, eps)), Epilogue::Store, &step)
             };
-            dispatches.push(mv(&head, head_io));
+            dispatches.push(mv(&head, head_io, KernelClass::Head));
         }
         let shape = shape_buf(0, c.vocab_size, None);
-        dispatches.push(Dispatch::TopK(bind(
-            &top_k,
-            &[(0, &logits), (5, &shape), (6, &step), (9, &candidates)],
-        )));
+        let top_k_io = [
+            (0, &logits),
+            (5, &shape),
+            (6, &step),
+            (7, &top_k_parts),
+            (9, &candidates),
+        ];
+        if let Some(first) = &top_k_first {
+            dispatches.push(Dispatch::TopKChunks(bind(first, &top_k_io), top_k_chunks as u32));
+        }
+        dispatches.push(Dispatch::TopK(bind(&top_k, &top_k_io)));
         let staging = Staging::new(&ctx, (seqs * (c.vocab_size * 4).max(MAX_TOP_K * 8)) as u64);
         Ok(Self {
             cos_sin: vec![0.0; inv_freqs.len() * n * c.head_dim],
@@ -572,6 +644,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             matvec,
             attention,
             top_k,
+            top_k_chunks: top_k_first,
             dispatches,
             layer_dispatches,
             x,
@@ -691,7 +764,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
 
     fn record(&self, pass: &mut wgpu::ComputePass<'_>, d: &Dispatch, cols: Columns, is_head: bool) {
         match d {
-            Dispatch::Matvec(call) => self.matvec.encode(pass, call, if is_head { cols.head } else { cols.n }),
+            Dispatch::Matvec(call, _) => self.matvec.encode(pass, call, if is_head { cols.head } else { cols.n }),
             Dispatch::Attention(bind, heads) => {
                 pass.set_pipeline(&self.attention);
                 pass.set_bind_group(0, bind, &[]);
@@ -710,7 +783,12 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             Dispatch::TopK(bind) => {
                 pass.set_pipeline(&self.top_k);
                 pass.set_bind_group(0, bind, &[]);
-                pass.dispatch_workgroups(cols.head as u32, 1, 1);
+                pass.dispatch_workgroups(1, 1, cols.head as u32);
+            }
+            Dispatch::TopKChunks(bind, chunks) => {
+                pass.set_pipeline(self.top_k_chunks.as_ref().expect("made with its dispatch"));
+                pass.set_bind_group(0, bind, &[]);
+                pass.dispatch_workgroups(*chunks, 1, cols.head as u32);
             }
         }
     }
@@ -954,8 +1032,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.ctx.queue.submit([enc.finish()]);
         self.pending = Some((want, 1));
         let mut classes: Vec<ClassTime> = Vec::new();
-        for (i, (d, s)) in self.dispatches.iter().zip(secs).enumerate() {
-            let class = d.class(i >= self.layer_dispatches);
+        for (d, s) in self.dispatches.iter().zip(secs) {
+            let class = d.class();
             match classes.iter_mut().find(|c| c.class == class) {
                 Some(c) => {
                     c.dispatches += 1;

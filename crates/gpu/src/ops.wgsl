@@ -170,38 +170,92 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     }
 }
 
-// The `step.k` largest of the `shape.d` values of column wid.x in a, highest first, ties to the
+// The `step.k` largest of the `shape.d` values of column wid.z in a, highest first, ties to the
 // lower index (the CPU sampler's order), as (f32 bits, index) pairs in out (column j's k pairs
-// after column j - 1's): a token reads back 8·k bytes, not the whole vocabulary. One workgroup
-// per column: each invocation keeps the best of its strided slice, and each of k rounds is a
-// max-reduction over those; only the winner's invocation removes it (overwritten with LOWEST,
-// which never compares greater: the search starts there) and rescans its slice, so k rounds
-// read the vocabulary once plus k slices, not k times (top-k 40 sampling read it 40 times).
+// after column j - 1's): a token reads back 8·k bytes, not the whole vocabulary. Each
+// invocation keeps the best of its strided slice, and each of k rounds is a max-reduction over
+// those; only the winner's invocation removes it (overwritten with LOWEST, which is never
+// picked) and rescans its slice, so k rounds read the values once plus k slices, not k times.
+// A large vocabulary is not left to one workgroup (Gemma's 262,144 logits would be one
+// workgroup's serial scan): TOP_K_STAGE 1 runs a workgroup per chunk of TOP_K_CHUNK values
+// (wid.x), each writing its own k best to `parts`; stage 2 then picks the k best of those
+// chunks × k candidates. Stage 0 is the one-workgroup pass, for vocabularies of one chunk.
+override TOP_K_STAGE: u32 = 0u;
+override TOP_K_CHUNK: u32 = 4096u;
+// Candidate slots per chunk in `parts` (engine.rs's MAX_TOP_K).
+override TOP_K_MAX: u32 = 64u;
+@group(0) @binding(7) var<storage, read_write> parts: array<u32>;
 var<workgroup> best_v: array<f32, WG>;
 var<workgroup> best_i: array<u32, WG>;
+var<workgroup> best_q: array<u32, WG>;
 
-// The best of invocation i's slice of column `at`: (value, index; 0xFFFFFFFF when none).
-fn slice_best(at: u32, i: u32) -> vec2<u32> {
+fn top_k_chunks() -> u32 {
+    return (shape.d + TOP_K_CHUNK - 1u) / TOP_K_CHUNK;
+}
+
+// Where item q of column `col`'s candidates is: an index into `parts` (stage 2: chunk q / k,
+// its slot q % k) or into `a` (the values from `lo`).
+fn top_k_at(col: u32, lo: u32, q: u32) -> u32 {
+    if (TOP_K_STAGE == 2u) {
+        return ((col * top_k_chunks() + q / step.k) * TOP_K_MAX + q % step.k) * 2u;
+    }
+    return col * shape.d + lo + q;
+}
+
+// Item q as (f32 bits, token index).
+fn top_k_item(col: u32, lo: u32, q: u32) -> vec2<u32> {
+    let at = top_k_at(col, lo, q);
+    if (TOP_K_STAGE == 2u) {
+        return vec2<u32>(parts[at], parts[at + 1u]);
+    }
+    return vec2<u32>(bitcast<u32>(a[at]), lo + q);
+}
+
+fn top_k_remove(col: u32, lo: u32, q: u32) {
+    let at = top_k_at(col, lo, q);
+    if (TOP_K_STAGE == 2u) {
+        parts[at] = bitcast<u32>(LOWEST);
+    } else {
+        a[at] = LOWEST;
+    }
+}
+
+// The best of invocation i's slice of the n items: (f32 bits, token; 0xFFFFFFFF when none,
+// item). Higher value, then lower token: stage 2's items are not in token order.
+fn slice_best(col: u32, lo: u32, n: u32, i: u32) -> vec3<u32> {
     var bv = LOWEST;
-    var bi = 0xFFFFFFFFu;
-    for (var j = i; j < shape.d; j += WG) {
-        let v = a[at + j];
-        if (v > bv) {
+    var bt = 0xFFFFFFFFu;
+    var bq = 0u;
+    for (var q = i; q < n; q += WG) {
+        let it = top_k_item(col, lo, q);
+        let v = bitcast<f32>(it.x);
+        if (v > bv || (v == bv && v > LOWEST && it.y < bt)) {
             bv = v;
-            bi = j;
+            bt = it.y;
+            bq = q;
         }
     }
-    return vec2<u32>(bitcast<u32>(bv), bi);
+    return vec3<u32>(bitcast<u32>(bv), bt, bq);
 }
 
 @compute @workgroup_size(WG)
 fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) i: u32) {
-    let at = wid.x * shape.d;
-    let out_at = wid.x * 2u * step.k;
-    var own = slice_best(at, i);
+    let col = wid.z;
+    var lo = 0u;
+    var n = shape.d;
+    var out_at = col * 2u * step.k;
+    if (TOP_K_STAGE == 1u) {
+        lo = wid.x * TOP_K_CHUNK;
+        n = min(TOP_K_CHUNK, shape.d - lo);
+        out_at = (col * top_k_chunks() + wid.x) * TOP_K_MAX * 2u;
+    } else if (TOP_K_STAGE == 2u) {
+        n = top_k_chunks() * step.k;
+    }
+    var own = slice_best(col, lo, n, i);
     for (var r = 0u; r < step.k; r++) {
         best_v[i] = bitcast<f32>(own.x);
         best_i[i] = own.y;
+        best_q[i] = own.z;
         workgroupBarrier();
         for (var s = WG / 2u; s > 0u; s = s >> 1u) {
             if (i < s) {
@@ -210,20 +264,28 @@ fn top_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
                 if (ov > best_v[i] || (ov == best_v[i] && oi < best_i[i])) {
                     best_v[i] = ov;
                     best_i[i] = oi;
+                    best_q[i] = best_q[i + s];
                 }
             }
             workgroupBarrier();
         }
         let win = best_i[0];
+        let win_q = best_q[0];
         if (i == 0u) {
-            out[out_at + 2u * r] = bitcast<u32>(best_v[0]);
-            out[out_at + 2u * r + 1u] = win;
+            let pair = vec2<u32>(bitcast<u32>(best_v[0]), win);
+            if (TOP_K_STAGE == 1u) {
+                parts[out_at + 2u * r] = pair.x;
+                parts[out_at + 2u * r + 1u] = pair.y;
+            } else {
+                out[out_at + 2u * r] = pair.x;
+                out[out_at + 2u * r + 1u] = pair.y;
+            }
         }
         // Everyone has read the winner before the next round writes best_v and best_i.
         workgroupBarrier();
-        if (win != 0xFFFFFFFFu && win % WG == i) {
-            a[at + win] = LOWEST;
-            own = slice_best(at, i);
+        if (win != 0xFFFFFFFFu && win_q % WG == i) {
+            top_k_remove(col, lo, win_q);
+            own = slice_best(col, lo, n, i);
         }
     }
 }

@@ -18,7 +18,9 @@ use wasm_bindgen_test::*;
 
 #[path = "common/compare.rs"]
 mod compare;
-use compare::{LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, tiny_model};
+use compare::{
+    LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, ranked, tiny_model, wide_vocab_model,
+};
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
@@ -138,8 +140,25 @@ async fn long_contexts_and_top_k_match_the_cpu_engine() {
         top.read_async().await.unwrap();
         top.submit(TOKENS[0], Want::Top(40)).unwrap();
         let got = top.read_async().await.unwrap().into_top();
-        let mut order: Vec<(f32, u32)> = logits.iter().enumerate().map(|(j, &v)| (v, j as u32)).collect();
-        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        assert_eq!(got, order[..40]);
+        assert_eq!(got, ranked(&logits)[..40]);
+    }
+}
+
+/// Top-k over a vocabulary of several chunks in the browser (native: engine_vs_cpu.rs): the
+/// logits against the CPU engine, the top 64 against their sorted order.
+#[wasm_bindgen_test]
+async fn top_k_over_chunks_matches_the_cpu_engine() {
+    let ctx = Arc::new(GpuContext::new().await.unwrap());
+    let model = wide_vocab_model();
+    let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+    let mut gpu = GpuEngine::new(ctx.clone(), model.clone(), 32, |_, _| {}).unwrap();
+    let mut top = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
+    for &t in &[5u32, 9_999] {
+        gpu.submit(t, Want::Logits).unwrap();
+        let logits = gpu.read_async().await.unwrap().into_logits();
+        assert_logits_close(GgmlType::Q8_0, 0, &logits, cpu.decode(t).unwrap());
+        top.submit(t, Want::Top(64)).unwrap();
+        let got = top.read_async().await.unwrap().into_top();
+        assert_eq!(got, ranked(&logits)[..64]);
     }
 }

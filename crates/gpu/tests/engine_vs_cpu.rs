@@ -6,7 +6,9 @@ mod common;
 #[path = "common/compare.rs"]
 mod compare;
 
-use compare::{LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, tiny_model};
+use compare::{
+    LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, ranked, tiny_model, wide_vocab_model,
+};
 
 use std::sync::Arc;
 use tokscope_core::cpu::CpuEngine;
@@ -171,11 +173,33 @@ fn top_k_is_the_highest_logits_in_order() {
     let mut all = GpuEngine::new(ctx.clone(), model.clone(), 32, |_, _| {}).unwrap();
     let mut top = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
     for (i, &t) in TOKENS[..4].iter().enumerate() {
-        let logits = all.decode(t).unwrap();
-        let mut want: Vec<(f32, u32)> = logits.iter().enumerate().map(|(j, &v)| (v, j as u32)).collect();
-        want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let want = ranked(&all.decode(t).unwrap());
         let k = [1, 7, 40, MAX_TOP_K][i];
         assert_eq!(top.decode_top(t, k).unwrap(), want[..k], "k = {k}");
+    }
+}
+
+/// The same over a vocabulary of several top-k chunks (a workgroup each, then a merge), the
+/// logits themselves against the CPU engine's.
+#[test]
+fn top_k_over_chunks_of_a_large_vocabulary() {
+    use tokscope_gpu::engine::MAX_TOP_K;
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let model = wide_vocab_model();
+    let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+    let mut all = GpuEngine::new(ctx.clone(), model.clone(), 32, |_, _| {}).unwrap();
+    let mut top = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
+    assert_eq!(
+        top.dispatches_per_token(),
+        2 * 5 + 1 + 2,
+        "the head, then two top-k stages"
+    );
+    for (i, &t) in [5u32, 9_999, 4_096, 300].iter().enumerate() {
+        let logits = all.decode(t).unwrap();
+        assert_logits_close(GgmlType::Q8_0, i, &logits, cpu.decode(t).unwrap());
+        let k = [1, 7, 40, MAX_TOP_K][i];
+        assert_eq!(top.decode_top(t, k).unwrap(), ranked(&logits)[..k], "k = {k}");
     }
 }
 

@@ -385,8 +385,9 @@ mod tests {
     /// (the only difference allowed is the 8-bit activations and summation order).
     #[test]
     fn every_kernel_matches_dequantized_reference() {
-        // Two K-quant super-blocks; seven Q4_0 blocks and a half-used f16 scale word.
-        let cols = 512;
+        // 40 blocks of 32 (five K-quant super-blocks): two whole passes of the four-row kernels
+        // and part of a third; five rows, so four at a time and one alone.
+        let cols = 1280;
         let rows = 5;
         let x: Vec<f32> = (0..cols).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
         let mut acts = Acts::new(1, cols);

@@ -23,6 +23,22 @@ pub fn tiny_model(ty: GgmlType) -> Arc<Model<Vec<u8>>> {
     Arc::new(Model::load(spec.build()).unwrap())
 }
 
+/// The tiny shape with a 10,000-token vocabulary: top-k's first stage in three chunks of
+/// 4,096 logits, the last one partial (`engine::TOP_K_CHUNK`), then the merge of their
+/// candidates.
+pub fn wide_vocab_model() -> Arc<Model<Vec<u8>>> {
+    let tiny = tokscope_core::shaped::ShapeSpec::by_id("tiny").unwrap();
+    let spec = tokscope_core::shaped::ShapeSpec { vocab: 10_000, ..*tiny };
+    Arc::new(Model::load(spec.build(GgmlType::Q8_0, 7).unwrap()).unwrap())
+}
+
+/// Logits with their tokens, highest first, ties to the lower token: what top-k returns.
+pub fn ranked(logits: &[f32]) -> Vec<(f32, u32)> {
+    let mut order: Vec<(f32, u32)> = logits.iter().enumerate().map(|(j, &v)| (v, j as u32)).collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    order
+}
+
 /// Shapes (d_model, heads, KV heads) for attention split across workgroups: a head narrower
 /// than the attention workgroup (16) and one wider (128), with a 1,024-token context.
 /// F32 layers: with quantized ones, the attention output is rounded to 8-bit blocks before the
