@@ -216,9 +216,10 @@ impl GpuContext {
     ///
     /// Out of memory is an error naming the tensor. Natively the buffer is mapped at creation
     /// (no staging copy: a load never holds the weights twice), so its allocation is checked in
-    /// its own error scope, answered at once there, before the mapping (which wgpu would panic
-    /// on, where a mapping that fails anyway is an error too); in a browser a buffer mapped at creation would throw (WebGPU's `RangeError`), so
-    /// it is written through the queue and a failed allocation is left to `guarded`'s scope.
+    /// its own error scope, answered at once there, before it is mapped (wgpu's own
+    /// `create_buffer_init` panics there; a mapping that fails anyway is an error too). In a
+    /// browser a buffer mapped at creation would throw (WebGPU's `RangeError`), so it is written
+    /// through the queue and a failed allocation is left to [`GpuContext::guarded`]'s scope.
     pub fn upload(&self, desc: &wgpu::util::BufferInitDescriptor, size: u64) -> Result<wgpu::Buffer, GpuError> {
         #[cfg(target_arch = "wasm32")]
         return Ok(self.written(desc, size));
