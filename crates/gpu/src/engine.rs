@@ -83,8 +83,7 @@ const QKV_NORM: u32 = 2;
 const ROPE_HALVES: u32 = 4;
 
 /// What a dispatch computes, for the time split per kernel class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelClass {
     /// The layers' matrix products with their fused norms and epilogues, one class per role,
     /// so a fusion's cost can be weighed against the dispatch it would save: RMSNorm → Q, K, V
@@ -106,7 +105,7 @@ pub enum KernelClass {
 }
 
 impl KernelClass {
-    /// Its name in `bench`'s table (and its JSON).
+    /// Its name in `bench`'s table and in its JSON (one list for both).
     pub fn label(self) -> &'static str {
         match self {
             KernelClass::Qkv => "qkv",
@@ -118,6 +117,12 @@ impl KernelClass {
             KernelClass::TopK => "top_k",
             KernelClass::Norms => "norms",
         }
+    }
+}
+
+impl serde::Serialize for KernelClass {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
     }
 }
 
