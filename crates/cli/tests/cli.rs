@@ -740,13 +740,18 @@ fn out_of_gpu_memory_is_one_clear_line() {
 /// One greedy token on the GPU engine.
 const ONE_GPU_TOKEN: [&str; 6] = ["--backend", "gpu", "--prompt", "a", "--max-tokens", "1"];
 
-/// SmolLM2 135M's exact tensor shapes in Q8_0, random weights (144 MB).
+/// SmolLM2 135M's exact tensor shapes in Q8_0, random weights (144 MB): written once, for
+/// the tests that only read it.
 fn smollm2_shaped() -> PathBuf {
-    let shape = tokscope_core::shaped::ShapeSpec::by_id("smollm2-135m").unwrap();
-    let path = tmp("smollm2-q8_0.gguf", &[]);
-    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    shape.write(tokscope_core::quant::GgmlType::Q8_0, 1, &mut file).unwrap();
-    path
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let shape = tokscope_core::shaped::ShapeSpec::by_id("smollm2-135m").unwrap();
+        let path = tmp("smollm2-q8_0.gguf", &[]);
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        shape.write(tokscope_core::quant::GgmlType::Q8_0, 1, &mut file).unwrap();
+        path
+    })
+    .clone()
 }
 
 /// A buffer over the adapter's binding limit is one clear line naming it and the limit. At
