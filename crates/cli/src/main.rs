@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod engine;
 mod generate;
+mod headless;
 mod inspect;
 mod model_file;
 mod probe;
@@ -20,6 +21,7 @@ use std::process::ExitCode;
 pub type CliResult = Result<(), String>;
 
 fn main() -> ExitCode {
+    headless::quiet_device_select();
     // A bug must still end in one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
         let msg = info

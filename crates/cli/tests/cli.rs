@@ -18,11 +18,18 @@ fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
+/// `program` as CI and a headless server run it, with no display server in the environment: the
+/// GPU tests' one-line checks then also hold the system's Vulkan layers to it (see `headless.rs`).
+fn headless(program: &str) -> Command {
+    let mut c = Command::new(program);
+    for var in ["XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY", "NODEVICE_SELECT"] {
+        c.env_remove(var);
+    }
+    c
+}
+
 fn tokscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tokscope"))
-        .args(args)
-        .output()
-        .unwrap()
+    headless(env!("CARGO_BIN_EXE_tokscope")).args(args).output().unwrap()
 }
 
 /// `tokscope generate --model MODEL ARGS…`
@@ -260,7 +267,7 @@ fn probe_reports_the_roofline_figures() {
 #[test]
 fn no_adapter_is_one_clear_line() {
     // No Vulkan driver visible: the adapter request fails as in a browser without WebGPU.
-    let out = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+    let out = headless(env!("CARGO_BIN_EXE_tokscope"))
         .args(["probe"])
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
         .output()
@@ -707,7 +714,7 @@ fn out_of_gpu_memory_is_one_clear_line() {
     // Stops at the first cap the model runs under (here 1,000 MB); the ladder reaches far above
     // it for machines whose baseline address space is larger.
     for cap_mb in (400..=3000).step_by(50) {
-        let out = Command::new("prlimit")
+        let out = headless("prlimit")
             .arg(format!("--as={}", cap_mb << 20))
             .arg(env!("CARGO_BIN_EXE_tokscope"))
             .args(["--threads", "1", "generate", "--model", s(&path)])
