@@ -24,7 +24,7 @@ pub fn run(data: &[u8]) {
         std::hint::black_box(tokenizer.pieces(&ids));
     }
     let Ok(model) = Model::from_gguf(gguf) else { return };
-    std::hint::black_box(model.bytes_per_token(0));
+    std::hint::black_box(model.bytes_per_token(0, 2));
     let Ok(mut engine) = CpuEngine::new(Arc::new(model), 4) else {
         return;
     };

@@ -142,7 +142,10 @@ pub fn measure<B: AsRef<[u8]>>(
         prefill_runs.push(prompt.len() as f64 / start.elapsed().as_secs_f64());
     }
     let positions = decode_prompt.len()..decode_prompt.len() + tokens;
-    let bytes_per_token = positions.map(|p| model.bytes_per_token(p) as f64).sum::<f64>() / tokens as f64;
+    let bytes_per_token = positions
+        .map(|p| model.bytes_per_token(p, engine.kv_value_bytes()) as f64)
+        .sum::<f64>()
+        / tokens as f64;
     Ok(Measured {
         decode_runs,
         prefill_runs,

@@ -47,10 +47,18 @@ struct Report {
     config: Option<LlamaConfig>,
     params: Option<u64>,
     weight_bytes_per_token: Option<u64>,
-    kv_bytes_per_token: Option<u64>,
+    kv_bytes_per_token: Option<KvBytes>,
     tied_output: Option<bool>,
     tokenizer: Option<TokenizerSummary>,
     unsupported: Vec<String>,
+}
+
+/// K and V bytes per token of context in each engine's cache: the GPU's holds f16, the CPU's
+/// f32 (rounded to f16 values: see `cpu::kv_cache`).
+#[derive(Serialize)]
+struct KvBytes {
+    gpu: u64,
+    cpu: u64,
 }
 
 pub fn run(a: InspectArgs) -> CliResult {
@@ -112,7 +120,10 @@ pub fn run(a: InspectArgs) -> CliResult {
         Ok(m) => {
             report.params = Some(m.desc.weights().iter().map(|w| w.n_params()).sum());
             report.weight_bytes_per_token = Some(m.desc.weight_bytes_per_token());
-            report.kv_bytes_per_token = Some(m.config.kv_bytes_per_token_f32());
+            report.kv_bytes_per_token = Some(KvBytes {
+                gpu: m.config.kv_bytes_per_token(tokscope_gpu::engine::KV_VALUE_BYTES),
+                cpu: m.config.kv_bytes_per_token(tokscope_core::cpu::KV_VALUE_BYTES),
+            });
             report.tied_output = Some(m.desc.tied_output);
             report.config = Some(m.config);
         }
@@ -167,16 +178,18 @@ fn print_text(r: &Report) {
             q.bits_per_weight
         );
     }
-    if let (Some(w), Some(kv)) = (r.weight_bytes_per_token, r.kv_bytes_per_token) {
+    if let (Some(w), Some(kv)) = (r.weight_bytes_per_token, &r.kv_bytes_per_token) {
         let tied = if r.tied_output == Some(true) {
             ", output head tied to the embedding"
         } else {
             ""
         };
         println!(
-            "bytes read per decoded token: {} of weights{tied} + {:.1} KB of KV cache per token of context",
+            "bytes read per decoded token: {} of weights{tied} + {:.1} KB of KV cache per token of context on \
+             the GPU (f16; {:.1} KB on the CPU, which keeps f32)",
             mb(w),
-            kv as f64 / 1e3
+            kv.gpu as f64 / 1e3,
+            kv.cpu as f64 / 1e3
         );
     }
     if let Some(t) = &r.tokenizer {

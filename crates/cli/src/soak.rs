@@ -32,7 +32,7 @@ struct Report {
     /// Last sample minus the first (the warm-up point).
     rss_growth_bytes: Option<i64>,
     /// The CPU engine's KV cache is allocated zeroed at load and becomes resident page by page
-    /// as positions are written: this many bytes a token (`kv_bytes_per_token_f32`), expected.
+    /// as positions are written: this many bytes a token (`kv_bytes_per_token`), expected.
     kv_bytes_per_token: u64,
     /// Resident growth beyond the KV cache's own pages: what a leak would show as.
     rss_growth_beyond_kv_bytes: Option<i64>,
@@ -114,7 +114,7 @@ pub fn run(a: SoakArgs) -> CliResult {
     };
     let kv_bytes_per_token = match engine.gpu_buffers() {
         Some(_) => 0, // the GPU engine's cache lives in GPU buffers
-        None => loaded.model.config.kv_bytes_per_token_f32(),
+        None => loaded.model.config.kv_bytes_per_token(engine.kv_value_bytes()),
     };
     let rss_growth_bytes = growth(&|s| s.rss_bytes);
     let span = samples.last().map_or(0, |s| s.tokens) - samples.first().map_or(0, |s| s.tokens);

@@ -452,8 +452,13 @@ fn bytes_per_token_counts_weights_once_and_kv_per_position() {
     let expected = layers + d.output_norm.n_bytes() + d.token_embd.n_bytes() + d.token_embd.row_bytes() as u64;
     assert_eq!(d.weight_bytes_per_token(), expected);
     let kv = (2 * 2 * 32 * 4) as u64; // layers × (K, V) × kv_dim × f32
-    assert_eq!(m.config.kv_bytes_per_token_f32(), kv);
-    assert_eq!(m.bytes_per_token(9), expected + 10 * kv);
+    assert_eq!(m.config.kv_bytes_per_token(4), kv);
+    assert_eq!(m.bytes_per_token(9, 4), expected + 10 * kv);
+    assert_eq!(
+        m.bytes_per_token(9, 2),
+        expected + 5 * kv,
+        "an f16 cache: half the KV bytes"
+    );
 }
 
 #[test]

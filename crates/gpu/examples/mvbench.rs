@@ -23,6 +23,7 @@ fn main() {
         rows,
         workgroup,
         cols: cols_per_wg,
+        min_workgroups: 0,
     };
     let shapes = [shape(1, 8, 16), shape(1, 8, 32), shape(2, 8, 16), Shape::GPU];
     for shape in shapes {

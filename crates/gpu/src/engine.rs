@@ -30,6 +30,14 @@ use tokscope_core::model::{Family, Model, Weight};
 use tokscope_core::quant::GgmlType;
 
 pub const OPS_SHADER: &str = crate::wgsl!("ops.wgsl");
+
+/// ops.wgsl as compiled: after half.wgsl (the KV cache's f16 packing).
+pub fn ops_source() -> String {
+    format!("{}{OPS_SHADER}", crate::matvec::HALF)
+}
+
+/// Bytes a cached K or V value takes on the GPU: f16 (half.wgsl), as llama.cpp's default cache.
+pub const KV_VALUE_BYTES: u64 = 2;
 /// The most candidates the top-k kernel returns; samplers wanting more read every logit.
 pub const MAX_TOP_K: usize = 64;
 
@@ -302,7 +310,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
         let capacity = context.clamp(1, c.context_length);
         let dev = &ctx.device;
-        let module = ctx.shader("ops.wgsl", OPS_SHADER);
+        let module = ctx.shader("ops.wgsl", &ops_source());
         let ops_wg = ops_workgroup(ctx.info.device_type) as usize;
         let ops_workgroup = [("WG", ops_wg as f64)];
         let attention = ctx.pipeline_with(&module, "attention", &ops_workgroup);
@@ -370,12 +378,13 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             "top-k chunks",
             top_k_first.as_ref().map_or(1, |_| seqs * top_k_chunks * 2 * MAX_TOP_K),
         );
-        // One region per layer, each holding every sequence's `capacity` rows.
+        // One region per layer, each holding every sequence's `capacity` rows, of f16 pairs:
+        // offsets count values (even, since head_dim is), a word holds two.
         let layer_floats = seqs * capacity * kvd;
         let cache_floats = c.n_layers * layer_floats;
-        ctx.check_binding("KV cache", (cache_floats * 4) as u64)?;
-        let kc = storage(&ctx, "K cache", cache_floats);
-        let vc = storage(&ctx, "V cache", cache_floats);
+        ctx.check_binding("KV cache", cache_floats as u64 * KV_VALUE_BYTES)?;
+        let kc = storage(&ctx, "K cache", cache_floats / 2);
+        let vc = storage(&ctx, "V cache", cache_floats / 2);
         // One RoPE table per distinct set of frequencies (Gemma 3: local and global layers).
         let mut inv_freqs: Vec<Vec<f32>> = Vec::new();
         let layer_table: Vec<usize> = (0..c.n_layers)

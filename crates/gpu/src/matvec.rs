@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use tokscope_core::quant::GgmlType;
 
 pub const SHADER: &str = crate::wgsl!("matvec.wgsl");
+/// f16 rounding and the KV cache's packing, shared by matvec.wgsl and ops.wgsl.
+pub const HALF: &str = crate::wgsl!("half.wgsl");
 
 /// What matvec.wgsl needs in front of it where the adapter has subgroups: the sum over a row
 /// group's lanes by shuffles (`subgroupShuffleXor`, a butterfly of log2(LANES) steps).
@@ -40,7 +42,7 @@ pub fn source(subgroups: bool) -> String {
         ""
     };
     let prelude = if subgroups { WITH_SUBGROUPS } else { WITHOUT_SUBGROUPS };
-    format!("{enable}{prelude}{SHADER}")
+    format!("{enable}{prelude}{HALF}{SHADER}")
 }
 
 /// Whether `shape`'s lanes can sum by subgroup shuffles on this adapter: it offers subgroups,
@@ -60,6 +62,12 @@ pub fn widest_row(workgroup_bytes: u32) -> usize {
     let bytes = (workgroup_bytes as usize).saturating_sub(RED_FLOATS as usize * 4);
     bytes * 4 / 5 / 32 * 32
 }
+
+/// Workgroups a matrix spreads over on a GPU where it has the rows: two for each SM of the
+/// biggest GPUs this field runs on (H100 and H200: 132 SMs; RTX 4090: 128), so one workgroup's
+/// memory waits overlap another's on every SM. A GPU with fewer SMs runs them in turns, each as
+/// short as the rows it holds.
+pub const MIN_GPU_WORKGROUPS: u32 = 256;
 
 /// Columns (tokens) one pass computes at most: a prefill chunk, or one token of each sequence
 /// (matvec.wgsl's and ops.wgsl's `MAX_N`).
@@ -264,6 +272,8 @@ pub struct Shares {
 /// A recorded-once matvec dispatch.
 pub struct MatvecCall {
     ty: GgmlType,
+    /// The kernels' shape for this matrix's rows ([`Shape::for_rows`]).
+    shape: Shape,
     rows: usize,
     /// The matrix's width (input values per column): its pipelines' workgroup arrays fit it.
     width: usize,
@@ -277,12 +287,15 @@ pub struct MatvecCall {
 /// How the kernels split the work (matvec.wgsl's overrides): `lanes` invocations share `rows`
 /// consecutive rows; `workgroup` invocations per workgroup; up to `cols` columns (tokens) per
 /// workgroup when a pass has several (each weight word, once loaded, serves them all).
+/// A matrix too short for `min_workgroups` workgroups of `workgroup` takes narrower ones
+/// ([`Shape::for_rows`]); 0 never narrows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub lanes: u32,
     pub rows: u32,
     pub workgroup: u32,
     pub cols: u32,
+    pub min_workgroups: u32,
 }
 
 impl Shape {
@@ -298,13 +311,22 @@ impl Shape {
         rows: 8,
         workgroup: 16,
         cols: 4,
+        min_workgroups: 0,
     };
     /// GPUs: 16 lanes read a row pair's blocks side by side, 2 rows each (the RoPE/SwiGLU pair).
+    /// A layer's 576-row matrices (SmolLM2's output and down projections) made 72 workgroups of
+    /// 8 rows, which leaves most of a big GPU's 132 SMs idle at batch 1: those take workgroups of
+    /// one row pair instead (288), so every matrix spreads over [`MIN_GPU_WORKGROUPS`] where it
+    /// has the rows. Narrower workgroups, not split-K: each row's sum stays in one workgroup, so
+    /// there is no second pass and no float atomics (whose order would change the sums run to
+    /// run); split-K would pay only for matrices under 2 × [`MIN_GPU_WORKGROUPS`] rows, which no
+    /// supported model has outside its K/V rows (stacked with Q's).
     pub const GPU: Shape = Shape {
         lanes: 16,
         rows: 2,
         workgroup: 64,
         cols: 4,
+        min_workgroups: MIN_GPU_WORKGROUPS,
     };
 
     pub fn for_device(device_type: wgpu::DeviceType) -> Shape {
@@ -312,6 +334,16 @@ impl Shape {
             wgpu::DeviceType::Cpu => Shape::CPU,
             _ => Shape::GPU,
         }
+    }
+
+    /// This shape for a matrix of `rows`: the workgroup halved (down to one row group) while it
+    /// would make fewer than `min_workgroups` workgroups.
+    pub fn for_rows(&self, rows: usize) -> Shape {
+        let mut s = *self;
+        while s.workgroup > s.lanes && (rows as u32).div_ceil(s.rows_per_workgroup()) < s.min_workgroups {
+            s.workgroup /= 2;
+        }
+        s
     }
 
     /// Rows one workgroup computes.
@@ -358,9 +390,9 @@ impl Shape {
     }
 }
 
-/// A pipeline's specialisation: weight type, columns per workgroup, matrix width, and whether
-/// its input is attention's shares to combine.
-type PipelineKey = (GgmlType, u32, usize, bool);
+/// A pipeline's specialisation: weight type, columns per workgroup, matrix width, whether its
+/// input is attention's shares to combine, and its invocations per workgroup.
+type PipelineKey = (GgmlType, u32, usize, bool, u32);
 
 /// The matvec pipelines, compiled at load for the types and column counts the bound matrices
 /// need.
@@ -478,9 +510,12 @@ impl MatvecKernels {
 
     /// Compiles the kernel for `key`, once.
     fn ensure(&mut self, ctx: &GpuContext, key: PipelineKey) {
-        let shape = self.shape;
         let (module, layout) = (&self.module, &self.pipeline_layout);
-        let (ty, nc, width, combine) = key;
+        let (ty, nc, width, combine, workgroup) = key;
+        let shape = Shape {
+            workgroup,
+            ..self.shape
+        };
         self.pipelines.entry(key).or_insert_with(|| {
             let entry = entry_point(ty).expect("every supported type has a kernel");
             let [xq, xb, red] = shape.workgroup_lengths(ty, nc, width);
@@ -503,10 +538,11 @@ impl MatvecKernels {
     /// Binds `m` for one call; made once at load, reused every token. `io.head`: the output
     /// head, which computes only the pass's columns from `Step::head_from`.
     pub fn bind(&mut self, ctx: &GpuContext, m: &GpuMatrix, io: MatvecIo) -> MatvecCall {
-        let cols = self.shape.cols_for(m.cols);
+        let shape = self.shape.for_rows(m.rows);
+        let cols = shape.cols_for(m.cols);
         let combine = io.combine.is_some();
         for nc in (0..=cols.ilog2()).map(|i| 1 << i) {
-            self.ensure(ctx, (m.ty, nc, m.cols, combine));
+            self.ensure(ctx, (m.ty, nc, m.cols, combine, shape.workgroup));
         }
         let [unused_g, unused_k, unused_v] = &self.unused;
         let (mode, q_rows, kv_rows, head_dim, cache_at) = match &io.epilogue {
@@ -583,6 +619,7 @@ impl MatvecKernels {
         });
         MatvecCall {
             ty: m.ty,
+            shape,
             rows: m.rows,
             width: m.cols,
             cols,
@@ -595,9 +632,10 @@ impl MatvecKernels {
     /// `head_from` for the head): one column runs the one-token kernel, more the column tiles.
     pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>, call: &MatvecCall, n: usize) {
         let nc = columns_per_workgroup(call.cols, n);
-        pass.set_pipeline(&self.pipelines[&(call.ty, nc, call.width, call.combine)]);
+        let key = (call.ty, nc, call.width, call.combine, call.shape.workgroup);
+        pass.set_pipeline(&self.pipelines[&key]);
         pass.set_bind_group(0, &call.bind, &[]);
-        let (x, y) = dispatch_size(call.rows, self.shape, self.max_per_dim);
+        let (x, y) = dispatch_size(call.rows, call.shape, self.max_per_dim);
         pass.dispatch_workgroups(x, y, (n as u32).div_ceil(nc));
     }
 }
@@ -680,6 +718,24 @@ mod tests {
     }
 
     #[test]
+    fn short_matrices_take_narrower_workgroups_on_gpus() {
+        let wg = |shape: Shape, rows| shape.for_rows(rows).workgroup;
+        // SmolLM2: output and down projections (576 rows), Q·K·V (960): one row pair a workgroup,
+        // 288 and 480 of them; gate/up (3072) and the head keep 64 invocations (384, 6144).
+        assert_eq!(wg(Shape::GPU, 576), 16);
+        assert_eq!(wg(Shape::GPU, 960), 16);
+        assert_eq!(wg(Shape::GPU, 3072), 64);
+        assert_eq!(wg(Shape::GPU, 49152), 64);
+        // Llama 3.1 8B's 4096-row matrices keep 64 (512 workgroups); 1024 rows take 32 (256).
+        assert_eq!(wg(Shape::GPU, 4096), 64);
+        assert_eq!(wg(Shape::GPU, 1024), 32);
+        assert_eq!(dispatch_size(1024, Shape::GPU.for_rows(1024), 65535), (256, 1));
+        // Never below one row group; CPU adapters keep their shape.
+        assert_eq!(wg(Shape::GPU, 3), 16);
+        assert_eq!(Shape::CPU.for_rows(576), Shape::CPU);
+    }
+
+    #[test]
     fn dispatch_folds_past_the_limit() {
         // 128 rows per workgroup on CPUs, 8 on GPUs.
         assert_eq!(dispatch_size(37, Shape::CPU, 65535), (1, 1));
@@ -694,10 +750,11 @@ mod tests {
     fn other_shaders_validate() {
         for (name, src) in [
             ("probe.wgsl", crate::probe::SHADER),
-            ("ops.wgsl", crate::engine::OPS_SHADER),
+            ("ops.wgsl", &crate::engine::ops_source()),
         ] {
             let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {e}"));
-            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+            let caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         }

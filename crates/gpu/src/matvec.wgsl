@@ -77,8 +77,9 @@ struct Step {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 @group(0) @binding(4) var<storage, read> g: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> kc: array<f32>;
-@group(0) @binding(6) var<storage, read_write> vc: array<f32>;
+// The K and V caches: f16 pairs (half.wgsl's `kv_pack`), indexed by value / 2.
+@group(0) @binding(5) var<storage, read_write> kc: array<u32>;
+@group(0) @binding(6) var<storage, read_write> vc: array<u32>;
 @group(0) @binding(7) var<storage, read> rope: array<f32>;
 @group(0) @binding(8) var<uniform> step: Step;
 // The same buffer as `w`, 16 bytes at a time.
@@ -324,18 +325,6 @@ fn put(oc: u32, row: u32, v: f32) {
     }
 }
 
-// Rounded to f16 (nearest, ties to even) and back, in bits: WGSL leaves pack2x16float's
-// rounding to the implementation. |x| < 2^-14 rounds to f16's subnormal step 2^-24; GELU's
-// inputs here are within ±10, so no overflow.
-fn f16r(x: f32) -> f32 {
-    if (abs(x) < 6.1035156e-5) {
-        return round(x * 16777216.0) / 16777216.0;
-    }
-    let b = bitcast<u32>(x);
-    let r = (b + 0xFFFu + ((b >> 13u) & 1u)) & 0xFFFFE000u;
-    return bitcast<f32>(r);
-}
-
 // GELU (tanh form) as ggml's CPU backend evaluates it (GGML_GELU_FP16: input and result at
 // f16; 0 below −10, the identity above 10), so the GPU tracks the CPU engine (cpu/ops.rs).
 fn gelu_f16(v: f32) -> f32 {
@@ -356,9 +345,9 @@ fn put_pair(oc: u32, row: u32, v0: f32, v1: f32) {
         case 2u: {
             let qk = p.q_rows + p.kv_rows;
             let cache_row = p.cache_at + step.cols[col].x * p.kv_rows;
+            // Rows come in pairs from an even row, and cache rows start even: one word each.
             if (row >= qk) {
-                vc[cache_row + row - qk] = v0;
-                vc[cache_row + row - qk + 1u] = v1;
+                vc[(cache_row + row - qk) / 2u] = kv_pack(v0, v1);
             } else {
                 let i = col * p.head_dim + (row % p.head_dim) / 2u;
                 let co = rope[i];
@@ -369,8 +358,7 @@ fn put_pair(oc: u32, row: u32, v0: f32, v1: f32) {
                     y[col * p.q_rows + row] = r0;
                     y[col * p.q_rows + row + 1u] = r1;
                 } else {
-                    kc[cache_row + row - p.q_rows] = r0;
-                    kc[cache_row + row - p.q_rows + 1u] = r1;
+                    kc[(cache_row + row - p.q_rows) / 2u] = kv_pack(r0, r1);
                 }
             }
         }

@@ -39,8 +39,9 @@ struct Step {
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<storage, read_write> kc: array<f32>;
-@group(0) @binding(4) var<storage, read_write> vc: array<f32>;
+// The K and V caches: f16 pairs (half.wgsl's `kv_pack`), indexed by value / 2.
+@group(0) @binding(3) var<storage, read_write> kc: array<u32>;
+@group(0) @binding(4) var<storage, read_write> vc: array<u32>;
 @group(0) @binding(5) var<uniform> shape: Shape;
 @group(0) @binding(6) var<uniform> step: Step;
 @group(0) @binding(8) var<storage, read_write> scratch: array<f32>;
@@ -118,8 +119,9 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     for (var j = lo + i; j < hi; j += WG) {
         let k_at = cache_at + j * kv_dim;
         var s = 0.0;
-        for (var d = 0u; d < hd; d++) {
-            s += a[q_at + d] * kc[k_at + d];
+        for (var d = 0u; d < hd; d += 2u) {
+            let k2 = unpack2x16float(kc[(k_at + d) / 2u]);
+            s += a[q_at + d] * k2.x + a[q_at + d + 1u] * k2.y;
         }
         s *= scale;
         scratch[base + j] = s;
@@ -144,7 +146,9 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         var o = 0.0;
         if (g < groups && d < hd) {
             for (var j = lo + g; j < hi; j += groups) {
-                o += scratch[base + j] * vc[cache_at + j * kv_dim + d];
+                let at = cache_at + j * kv_dim + d;
+                let v2 = unpack2x16float(vc[at / 2u]);
+                o += scratch[base + j] * select(v2.x, v2.y, (at & 1u) == 1u);
             }
         }
         if (groups == 1u) {
@@ -321,9 +325,11 @@ fn qkv_post(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
         ss += v * v;
     }
     let cache_row = shape.cache_at + step.cols[jc].x * kvd;
+    // The cache takes pairs of values (2e, 2e + 1), which other invocations staged.
+    workgroupBarrier();
     if (is_v) {
-        for (var e = i; e < hd; e += WG) {
-            vc[cache_row + row0 - qd - kvd + e] = head_v[e];
+        for (var e = 2u * i; e < hd; e += 2u * WG) {
+            vc[(cache_row + row0 - qd - kvd + e) / 2u] = kv_pack(head_v[e], head_v[e + 1u]);
         }
         return;
     }
@@ -336,33 +342,39 @@ fn qkv_post(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
         }
     }
     workgroupBarrier();
-    let half = hd / 2u;
     let r_at = shape.rope_at + jc * hd;
-    for (var e = i; e < hd; e += WG) {
-        // This element's pair and angle: (e, e ± hd/2) on halves, (2k, 2k+1) otherwise.
-        var k: u32;
-        var mate: u32;
-        var first: bool;
-        if ((shape.flags & 4u) != 0u) {
-            first = e < half;
-            k = select(e - half, e, first);
-            mate = select(e - half, e + half, first);
-        } else {
-            first = (e & 1u) == 0u;
-            k = e / 2u;
-            mate = select(e - 1u, e + 1u, first);
+    if (is_q) {
+        for (var e = i; e < hd; e += WG) {
+            c[jc * qd + row0 + e] = rotated(e, hd, r_at);
         }
-        let co = rope[r_at + k];
-        let si = rope[r_at + half + k];
-        let x = head_v[e];
-        let y = head_v[mate];
-        let r = select(y * si + x * co, x * co - y * si, first);
-        if (is_q) {
-            c[jc * qd + row0 + e] = r;
-        } else {
-            kc[cache_row + row0 - qd + e] = r;
+    } else {
+        for (var e = 2u * i; e < hd; e += 2u * WG) {
+            kc[(cache_row + row0 - qd + e) / 2u] = kv_pack(rotated(e, hd, r_at), rotated(e + 1u, hd, r_at));
         }
     }
+}
+
+// Element e of the staged head (`head_v`) rotated by RoPE with the angles at `r_at`: its pair is
+// (e, e ± hd/2) on halves (flag 4), (2k, 2k+1) otherwise.
+fn rotated(e: u32, hd: u32, r_at: u32) -> f32 {
+    let half = hd / 2u;
+    var k: u32;
+    var mate: u32;
+    var first: bool;
+    if ((shape.flags & 4u) != 0u) {
+        first = e < half;
+        k = select(e - half, e, first);
+        mate = select(e - half, e + half, first);
+    } else {
+        first = (e & 1u) == 0u;
+        k = e / 2u;
+        mate = select(e - 1u, e + 1u, first);
+    }
+    let co = rope[r_at + k];
+    let si = rope[r_at + half + k];
+    let x = head_v[e];
+    let y = head_v[mate];
+    return select(y * si + x * co, x * co - y * si, first);
 }
 
 // x += RMSNorm(c) · gains, per column (workgroup z): the post-attention and post-FFN norms of

@@ -154,6 +154,15 @@ impl<B: AsRef<[u8]>> Runner<B> {
         }
     }
 
+    /// Bytes one cached K or V value takes in this engine's cache (f32 on the CPU, f16 on the
+    /// GPU): what `Model::bytes_per_token` counts for it.
+    pub fn kv_value_bytes(&self) -> u64 {
+        match self {
+            Runner::Cpu { .. } => tokscope_core::cpu::KV_VALUE_BYTES,
+            Runner::Gpu(_) => crate::engine::KV_VALUE_BYTES,
+        }
+    }
+
     /// The capacity, once the context is full.
     pub fn full(&self) -> Option<usize> {
         let (pos, cap) = self.fill();

@@ -40,7 +40,7 @@ mod tests {
     #[test]
     fn compacting_keeps_every_kernel_the_same() {
         for (name, source) in [
-            ("ops.wgsl", crate::engine::OPS_SHADER.to_string()),
+            ("ops.wgsl", crate::engine::ops_source()),
             ("probe.wgsl", crate::probe::SHADER.to_string()),
             ("matvec.wgsl", crate::matvec::source(false)),
             ("matvec.wgsl with subgroups", crate::matvec::source(true)),

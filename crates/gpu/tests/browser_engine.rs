@@ -20,6 +20,7 @@ use wasm_bindgen_test::*;
 mod compare;
 use compare::{
     LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, ranked, tiny_model, wide_vocab_model,
+    with_gpu_shapes,
 };
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
@@ -42,6 +43,31 @@ async fn gpu_logits_match_cpu_engine_in_the_browser() {
             assert_logits_close(ty, i, &got, &want);
         }
     }
+}
+
+/// The kernels as real GPUs run them (native: engine_vs_cpu.rs), in the browser's WebGPU: every
+/// weight type decoding, then a long context over many attention shares.
+#[wasm_bindgen_test]
+async fn the_gpus_work_shapes_match_the_cpu_engine() {
+    let ctx = Arc::new(with_gpu_shapes(GpuContext::new().await.unwrap()));
+    for ty in gpu_types() {
+        let model = tiny_model(ty);
+        let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
+        for (i, &t) in TOKENS[..4].iter().enumerate() {
+            let want = cpu.decode(t).unwrap().to_vec();
+            gpu.submit(t, Want::Logits).unwrap();
+            let got = gpu.read_async().await.unwrap().into_logits();
+            assert_logits_close(ty, i, &got, &want);
+        }
+    }
+    let model = long_context_model(LONG_SHAPES[0]);
+    let mut cpu = CpuEngine::new(model.clone(), 700).unwrap();
+    let mut gpu = GpuEngine::new(ctx.clone(), model, 700, |_, _| {}).unwrap();
+    let want = cpu.prefill(&long_prompt()).unwrap().to_vec();
+    gpu.submit_prefill(&long_prompt(), Want::Logits).unwrap();
+    let got = gpu.read_async().await.unwrap().into_logits();
+    assert_logits_close(GgmlType::F32, 0, &got, &want);
 }
 
 /// gemma3 (head norms, post-norms, GELU, sliding windows), qwen2 and qwen3 in the browser's

@@ -8,6 +8,7 @@ mod compare;
 
 use compare::{
     LONG_SHAPES, TOKENS, assert_logits_close, long_context_model, long_prompt, ranked, tiny_model, wide_vocab_model,
+    with_gpu_shapes,
 };
 
 use std::sync::Arc;
@@ -34,6 +35,48 @@ fn gpu_logits_match_cpu_engine_for_every_weight_type() {
             assert_logits_close(ty, i, &got, &want);
         }
         assert!(gpu.decode(1).is_ok());
+    }
+}
+
+/// The kernels as real GPUs run them (`with_gpu_shapes`), on this adapter: every weight type
+/// decoding, a chunked prefill, a batch of sequences, and long contexts over many attention
+/// shares, against the CPU engine. No GPU has been lent to CI: this is where those shapes are
+/// held to the reference.
+#[test]
+fn the_gpus_work_shapes_match_cpu_engine() {
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(with_gpu_shapes(ctx));
+    for ty in gpu_types() {
+        let model = tiny_model(ty);
+        let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
+        let prompt: Vec<u32> = (0..MAX_COLUMNS as u32 + 3).map(|i| (i * 37 + 5) % 256).collect();
+        let want = cpu.prefill(&prompt).unwrap().to_vec();
+        assert_logits_close(ty, 0, &gpu.prefill(&prompt, Want::Logits).unwrap().into_logits(), &want);
+        for (i, &t) in TOKENS[..4].iter().enumerate() {
+            let want = cpu.decode(t).unwrap().to_vec();
+            assert_logits_close(ty, i + 1, &gpu.decode(t).unwrap(), &want);
+        }
+    }
+    let model = tiny_model(GgmlType::Q4_1);
+    let mut gpu = GpuEngine::with_sequences(ctx.clone(), model.clone(), 8, 3, |_, _| {}).unwrap();
+    let mut cpus: Vec<CpuEngine<Vec<u8>>> = (0..3).map(|_| CpuEngine::new(model.clone(), 8).unwrap()).collect();
+    for step in 0..3 {
+        let next = [TOKENS[step], TOKENS[step + 4], TOKENS[step + 8]];
+        let got = gpu.decode_batch(&next).unwrap();
+        for (s, cpu) in cpus.iter_mut().enumerate() {
+            assert_logits_close(GgmlType::Q4_1, step, &got[s], cpu.decode(next[s]).unwrap());
+        }
+    }
+    for shape in LONG_SHAPES {
+        let model = long_context_model(shape);
+        let mut cpu = CpuEngine::new(model.clone(), 700).unwrap();
+        let mut gpu = GpuEngine::new(ctx.clone(), model, 700, |_, _| {}).unwrap();
+        let want = cpu.prefill(&long_prompt()).unwrap().to_vec();
+        let got = gpu.prefill(&long_prompt(), Want::Logits).unwrap().into_logits();
+        assert_logits_close(GgmlType::F32, 0, &got, &want);
+        let want = cpu.decode(TOKENS[0]).unwrap().to_vec();
+        assert_logits_close(GgmlType::F32, 1, &gpu.decode(TOKENS[0]).unwrap(), &want);
     }
 }
 

@@ -9,5 +9,5 @@ pub mod parallel;
 
 pub use attention::{AttentionShape, MAX_HEAD_DIM, attention};
 pub use engine::{CpuEngine, EngineError, PREFILL_CHUNK};
-pub use kv_cache::KvCache;
+pub use kv_cache::{KvCache, VALUE_BYTES as KV_VALUE_BYTES};
 pub use matmul::matmul;

@@ -258,9 +258,10 @@ impl LlamaConfig {
         self.n_heads * self.head_dim
     }
 
-    /// Bytes of f32 K and V cache per token of context, over all layers.
-    pub fn kv_bytes_per_token_f32(&self) -> u64 {
-        (2 * self.n_layers * self.kv_dim() * 4) as u64
+    /// Bytes of K and V cache per token of context, over all layers, at `value_bytes` a value
+    /// (the engines differ: `cpu::KV_VALUE_BYTES`, the GPU engine's `KV_VALUE_BYTES`).
+    pub fn kv_bytes_per_token(&self, value_bytes: u64) -> u64 {
+        2 * (self.n_layers * self.kv_dim()) as u64 * value_bytes
     }
 }
 

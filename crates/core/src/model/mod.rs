@@ -63,8 +63,9 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     /// Bytes read from memory to decode the token at `position` (0-based): the weights once,
-    /// plus the f32 K and V of the `position + 1` cached tokens in every layer.
-    pub fn bytes_per_token(&self, position: usize) -> u64 {
-        self.desc.weight_bytes_per_token() + (position as u64 + 1) * self.config.kv_bytes_per_token_f32()
+    /// plus the K and V of the `position + 1` cached tokens in every layer, at `kv_value_bytes`
+    /// a value (the engine's cache: 4 on the CPU, 2 on the GPU).
+    pub fn bytes_per_token(&self, position: usize, kv_value_bytes: u64) -> u64 {
+        self.desc.weight_bytes_per_token() + (position as u64 + 1) * self.config.kv_bytes_per_token(kv_value_bytes)
     }
 }

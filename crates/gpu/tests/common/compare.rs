@@ -23,6 +23,14 @@ pub fn tiny_model(ty: GgmlType) -> Arc<Model<Vec<u8>>> {
     Arc::new(Model::load(spec.build()).unwrap())
 }
 
+/// `ctx` taken for a discrete GPU, whatever it is: the engine then picks the work shapes real
+/// GPUs get (matvec lanes sharing a row pair, narrower workgroups for short matrices, 256-wide
+/// ops workgroups, up to 32 attention shares a head), so CPU adapters test those kernels too.
+pub fn with_gpu_shapes(mut ctx: tokscope_gpu::GpuContext) -> tokscope_gpu::GpuContext {
+    ctx.info.device_type = wgpu::DeviceType::DiscreteGpu;
+    ctx
+}
+
 /// The tiny shape with a 10,000-token vocabulary: top-k's first stage in three chunks of
 /// 4,096 logits, the last one partial (`engine::TOP_K_CHUNK`), then the merge of their
 /// candidates.
@@ -64,24 +72,22 @@ pub fn long_prompt() -> Vec<u32> {
     (0..600u32).map(|i| (i * 131 + 7) % 260).collect()
 }
 
-/// Both engines round activations to the same 8-bit blocks for quantized weights, so only f32
-/// summation order differs: float models' logits agree within 1e-4 of their scale. Where
-/// activations are rounded, that order can put a value on the other side of a rounding step in
-/// one engine, and the step's reach through the later layers is up to ≈ 0.6 % of the logits'
-/// scale on these tiny models: the CPU engine against itself with one norm nudged by 3 ULPs moves
-/// as far (`cpu::engine` test `a_few_ulps_flip_an_activation_rounding_step`). So quantized models
-/// are held to 1e-2 of the scale, still far inside what a wrong scale, nibble or position costs
-/// (whole units; the matvec tests hold every kernel to 2e-5 on its own). A Q3_K model (its
-/// embedding too; Q2_K likewise) is made of few distinct values, so rounding ties are common and a step's
-/// reach larger: 1.1 % of the scale measured (40 tokens: 1e-6 everywhere but a few steps at
-/// 5e-2 of 6.6), so 2e-2 for it.
+/// The engines differ by design in one place: the GPU's KV cache is f16 (half the bytes, as
+/// llama.cpp's), the CPU engine's f32 (see cpu/kv_cache.rs). Otherwise both round activations to
+/// the same 8-bit blocks for quantized weights, so only f32 summation order differs. Measured
+/// over these tests, the largest difference as a share of the logits' scale: float models 2.3e-3
+/// (F16; 4e-4 F32, 1.7e-4 BF16; summation order alone stayed within 1e-4), quantized 0.9–1.5 %
+/// (Q8_0 1.5 %, Q3_K 1.5 %, Q4_1 1.1 %): where activations are rounded, the cache's rounding
+/// puts a value on the other side of a rounding step, and the step's reach through the later
+/// layers is that large on these tiny models (the CPU engine against itself with one norm nudged
+/// by 3 ULPs moves as far: `cpu::engine` test `a_few_ulps_flip_an_activation_rounding_step`).
+/// So float models are held to 5e-3 of the scale and quantized ones to 3e-2, about twice what
+/// was measured and still far inside what a wrong scale, nibble or position costs (whole units;
+/// the matvec tests hold every kernel to 2e-5 on its own; both engines are held to llama.cpp's
+/// tokens on the real models by their own parity tests).
 pub fn assert_logits_close(ty: GgmlType, step: usize, got: &[f32], want: &[f32]) {
     let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
     let diff = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-    let tol = match ty {
-        GgmlType::Q3_K | GgmlType::Q2_K => 2e-2,
-        t if t.is_quantized() => 1e-2,
-        _ => 1e-4,
-    };
+    let tol = if ty.is_quantized() { 3e-2 } else { 5e-3 };
     assert!(diff <= tol * scale, "{ty} step {step}: max diff {diff} (scale {scale})");
 }

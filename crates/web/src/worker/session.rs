@@ -137,13 +137,13 @@ impl Worker {
             architecture,
             parameters,
             file_bytes,
-            bytes_per_token: model.bytes_per_token(0),
+            bytes_per_token: model.bytes_per_token(0, runner.kv_value_bytes()),
             weight_bytes: model.desc.weight_bytes_per_token(),
             context,
             layers: model.config.n_layers,
             kv_heads: model.config.n_kv_heads,
             head_dim: model.config.head_dim,
-            kv_bits: 32,
+            kv_bits: runner.kv_value_bytes() as u32 * 8,
             precision: None,
             backend,
         };
@@ -297,7 +297,8 @@ impl Worker {
             }
         };
         let loaded = self.loaded.as_mut().expect("still loaded");
-        loaded.info.bytes_per_token = model.bytes_per_token(0);
+        loaded.info.bytes_per_token = model.bytes_per_token(0, runner.kv_value_bytes());
+        loaded.info.kv_bits = runner.kv_value_bytes() as u32 * 8;
         loaded.info.weight_bytes = model.desc.weight_bytes_per_token();
         loaded.info.precision = precision;
         loaded.info.backend = backend;
