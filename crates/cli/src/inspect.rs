@@ -54,7 +54,7 @@ struct Report {
 }
 
 /// K and V bytes per token of context in each engine's cache: the GPU's holds f16, the CPU's
-/// f32 (rounded to f16 values: see `cpu::kv_cache`).
+/// f32 (`cpu::kv_cache` says why).
 #[derive(Serialize)]
 struct KvBytes {
     gpu: u64,

@@ -319,8 +319,9 @@ impl Shape {
     /// one row pair instead (288), so every matrix spreads over [`MIN_GPU_WORKGROUPS`] where it
     /// has the rows. Narrower workgroups, not split-K: each row's sum stays in one workgroup, so
     /// there is no second pass and no float atomics (whose order would change the sums run to
-    /// run); split-K would pay only for matrices under 2 × [`MIN_GPU_WORKGROUPS`] rows, which no
-    /// supported model has outside its K/V rows (stacked with Q's).
+    /// run). Split-K would add workgroups only to matrices under 2 × [`MIN_GPU_WORKGROUPS`] rows:
+    /// in the supported models, K and V alone, where their type differs from Q's (Q4_K_M files;
+    /// 192 or 256 rows, a small share of a layer's bytes), otherwise stacked with Q.
     pub const GPU: Shape = Shape {
         lanes: 16,
         rows: 2,
