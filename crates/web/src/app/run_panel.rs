@@ -24,7 +24,7 @@ pub fn generate(state: State) {
             chat: s.chat,
             sampling: s.sampling,
             max_tokens: s.max_tokens,
-            ignore_eos: false,
+            ignore_eos: s.ignore_eos,
         }),
         None,
     );

@@ -1,4 +1,5 @@
-//! The run panel's settings, read from the page's URL (`?prompt=…&max_tokens=32&temperature=0&seed=1&chat=1&autorun=1`),
+//! The run panel's settings, read from the page's URL (`?prompt=…&max_tokens=32&temperature=0&seed=1&chat=1&autorun=1`,
+//! `&ignore_eos=1`),
 //! so a link reproduces it, and written back for "copy link". Values arrive already
 //! percent-decoded (the page uses `URLSearchParams`); bad ones are reported, not guessed.
 
@@ -18,6 +19,9 @@ pub struct RunSettings {
     pub backend: BackendChoice,
     /// `model=URL` loads another GGUF instead of the default.
     pub model: Option<String>,
+    /// `ignore_eos=1` decodes past the model's end-of-text token, to `max_tokens` or the full
+    /// context (llama.cpp's `--ignore-eos`, the CLI's too): a run of known length.
+    pub ignore_eos: bool,
 }
 
 /// Most tokens one run may ask for (the default model's context is 8,192).
@@ -36,6 +40,7 @@ impl Default for RunSettings {
             autorun: false,
             backend: BackendChoice::Auto,
             model: None,
+            ignore_eos: false,
         }
     }
 }
@@ -50,6 +55,7 @@ impl Settings for RunSettings {
             "prompt" => s.prompt = v.to_string(),
             "chat" => s.chat = flag(v)?,
             "autorun" => s.autorun = flag(v)?,
+            "ignore_eos" => s.ignore_eos = flag(v)?,
             "backend" => {
                 s.backend = match v {
                     "cpu" => BackendChoice::Cpu,
@@ -92,6 +98,9 @@ impl Settings for RunSettings {
             ("seed", self.sampling.seed.to_string()),
             ("chat", u8::from(self.chat).to_string()),
         ];
+        if self.ignore_eos {
+            p.push(("ignore_eos", "1".into()));
+        }
         match self.backend {
             BackendChoice::Auto => {}
             BackendChoice::Cpu => p.push(("backend", "cpu".into())),
@@ -147,6 +156,7 @@ mod tests {
             ("seed", "9"),
             ("chat", "1"),
             ("autorun", "1"),
+            ("ignore_eos", "1"),
             ("steps", "12"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
@@ -154,7 +164,7 @@ mod tests {
         assert_eq!(s.max_tokens, 32);
         assert_eq!(s.sampling.temperature, 0.7);
         assert_eq!(s.sampling.seed, 9);
-        assert!(s.chat && s.autorun && s.backend == BackendChoice::Auto);
+        assert!(s.chat && s.autorun && s.ignore_eos && s.backend == BackendChoice::Auto);
     }
 
     #[test]
@@ -173,7 +183,12 @@ mod tests {
 
     #[test]
     fn pairs_round_trip() {
-        let (s, _) = RunSettings::from_pairs([("prompt", "a&b=c"), ("top_k", "40"), ("backend", "cpu")]);
+        let (s, _) = RunSettings::from_pairs([
+            ("prompt", "a&b=c"),
+            ("top_k", "40"),
+            ("backend", "cpu"),
+            ("ignore_eos", "1"),
+        ]);
         let pairs = s.to_pairs();
         let (back, errors) = RunSettings::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
         assert!(errors.is_empty());
