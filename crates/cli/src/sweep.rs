@@ -103,12 +103,8 @@ fn measure_batch<B: AsRef<[u8]>>(
     }
     let per_user = median(&rates);
     let weights = model.desc.weight_bytes_per_token() as f64;
-    let kv_value_bytes = match gpu {
-        Some(_) => tokscope_gpu::engine::KV_VALUE_BYTES,
-        None => tokscope_core::cpu::KV_VALUE_BYTES,
-    };
     let kv = (prompt.len()..prompt.len() + tokens)
-        .map(|p| (p as u64 + 1) * model.config.kv_bytes_per_token(kv_value_bytes))
+        .map(|p| (p as u64 + 1) * model.config.kv_bytes_per_token(e.kv_value_bytes()))
         .sum::<u64>() as f64
         / tokens as f64;
     let bytes_per_step = weights + b as f64 * kv;

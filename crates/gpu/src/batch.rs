@@ -49,6 +49,14 @@ impl<B: AsRef<[u8]>> Batch<B> {
         }
     }
 
+    /// Bytes one cached K or V value takes in this engine's cache (as [`Runner::kv_value_bytes`](crate::runner::Runner::kv_value_bytes)).
+    pub fn kv_value_bytes(&self) -> u64 {
+        match self {
+            Batch::Cpu { .. } => tokscope_core::cpu::KV_VALUE_BYTES,
+            Batch::Gpu(_) => crate::engine::KV_VALUE_BYTES,
+        }
+    }
+
     /// Empties every sequence.
     pub fn reset(&mut self) {
         match self {
