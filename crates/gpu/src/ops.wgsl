@@ -145,10 +145,12 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         let d = d0 + i % span;
         var o = 0.0;
         if (g < groups && d < hd) {
+            // cache_at and kv_dim are even (head_dim is): every position's value d is the same
+            // half of its word.
+            let odd = (d & 1u) == 1u;
             for (var j = lo + g; j < hi; j += groups) {
-                let at = cache_at + j * kv_dim + d;
-                let v2 = unpack2x16float(vc[at / 2u]);
-                o += scratch[base + j] * select(v2.x, v2.y, (at & 1u) == 1u);
+                let v2 = unpack2x16float(vc[(cache_at + j * kv_dim + d) / 2u]);
+                o += scratch[base + j] * select(v2.x, v2.y, odd);
             }
         }
         if (groups == 1u) {
