@@ -51,6 +51,14 @@ if [ "${1:-}" = "--test" ]; then
   nightly=$(sed -n 's/^channel = "\(.*\)"/\1/p' fuzz/rust-toolchain.toml)
   rustup toolchain list | grep -q "^$nightly" || rustup toolchain install "$nightly" --profile minimal
   cargo fuzz --version 2>/dev/null | grep -q " 0.13.2$" || cargo install -q cargo-fuzz --locked --version 0.13.2
+  # The other two browser engines (tests/e2e: engines.rs, webgpu.rs): Firefox ESR driven by
+  # geckodriver (crates.io, pinned; WebGPU on lavapipe by pref) and WebKitGTK's MiniBrowser
+  # driven by WebKitWebDriver, on an Xvfb display (MiniBrowser has no headless mode).
+  command -v firefox-esr >/dev/null || apt_install firefox-esr
+  geckodriver --version 2>/dev/null | grep -q "^geckodriver 0.37.1" ||
+    cargo install -q --locked geckodriver --version 0.37.1
+  command -v WebKitWebDriver >/dev/null || apt_install webkit2gtk-driver
+  command -v Xvfb >/dev/null || apt_install xvfb
 fi
 
 cargo xtask fetch-model --all

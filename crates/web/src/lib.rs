@@ -2,6 +2,7 @@
 //! worker (`bin/worker.rs`) talk through [`protocol`]; [`params`] reads each panel's settings
 //! from the URL and [`route`] which panel it shows. They are plain Rust, tested natively.
 
+pub mod browser;
 pub mod chart;
 pub mod csp;
 pub mod params;

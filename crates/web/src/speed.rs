@@ -183,36 +183,6 @@ pub fn floor_of(
     inputs.floor().ok().map(|f| (inputs, f))
 }
 
-/// A short browser name from a user-agent string: "Chromium 156", "Firefox 133", "Safari 18.1".
-pub fn browser_name(ua: &str) -> String {
-    let version = |key: &str| {
-        ua.split(key)
-            .nth(1)
-            .map(|rest| rest.split([' ', ';', ')']).next().unwrap_or(""))
-    };
-    let major = |v: &str| v.split('.').next().unwrap_or(v).to_string();
-    if let Some(v) = version("Firefox/") {
-        return format!("Firefox {}", major(v));
-    }
-    if let Some(v) = version("Edg/") {
-        return format!("Edge {}", major(v));
-    }
-    if let Some(v) = version("Chrome/") {
-        let name = if ua.contains("HeadlessChrome") {
-            "Headless Chromium"
-        } else {
-            "Chromium"
-        };
-        return format!("{name} {}", major(v));
-    }
-    if ua.contains("Safari/")
-        && let Some(v) = version("Version/")
-    {
-        return format!("Safari {v}");
-    }
-    "an unrecognised browser".into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,18 +252,5 @@ mod tests {
         assert_eq!(back, r);
         let (_, errors) = SpeedResult::from_pairs([("gbs", "-1"), ("tok_s", "fast")]);
         assert_eq!(errors.len(), 2);
-    }
-
-    #[test]
-    fn browser_names() {
-        let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.7000.1 Safari/537.36";
-        assert_eq!(browser_name(chrome), "Headless Chromium 156");
-        assert_eq!(
-            browser_name("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"),
-            "Firefox 133"
-        );
-        let safari = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15";
-        assert_eq!(browser_name(safari), "Safari 18.1");
-        assert_eq!(browser_name("curl/8"), "an unrecognised browser");
     }
 }

@@ -1,60 +1,23 @@
-//! Headless Debian Chromium driven by chromedriver: with WebGPU (SwiftShader on a machine
-//! without a GPU; `--enable-unsafe-webgpu` is what Linux Chromium needs to expose it) or
-//! without, to exercise the page's CPU fallback.
+//! A browser driven through W3C WebDriver, whichever engine it is (`engine.rs` says how each
+//! is started): the page's own operations — run a script, click, type, wait for a condition,
+//! pick a file, take a screenshot — the same in all of them.
 
+use crate::engine::{Engine, Options, Profile};
+use crate::processes::{Display, Tree};
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
+/// Fields drop in order: the driver and its browser are killed before the display they draw
+/// on, and both before their profile folder is removed.
 pub struct Browser {
     pub client: Client,
-    _driver: Child,
+    pub engine: Engine,
+    _driver: Tree,
+    _display: Option<Display>,
     _profile: Profile,
 }
-
-/// Chromium's profile directory, made here rather than by chromedriver and removed when the
-/// browser is dropped, a failed test's included: chromedriver leaves its own behind whenever a
-/// session is not closed, and a profile holds the cached models (up to 0.5 GB each; 470 of
-/// them had filled 59 GB of /tmp).
-struct Profile(std::path::PathBuf);
-
-impl Profile {
-    fn new() -> Result<Self, String> {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("tokscope-e2e-profile-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-        Ok(Self(dir))
-    }
-}
-
-impl Drop for Profile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Flags for a quiet, reproducible headless run (no updates, sync or network noise).
-const BASE_ARGS: &[&str] = &[
-    "--headless=new",
-    "--no-sandbox",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    // window.gc() and unrounded performance.memory, for the soak test's heap figures.
-    "--js-flags=--expose-gc",
-    "--enable-precise-memory-info",
-];
-const WEBGPU_ARGS: &[&str] = &[
-    "--enable-unsafe-webgpu",
-    "--use-angle=vulkan",
-    "--enable-features=Vulkan",
-];
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -64,34 +27,36 @@ fn free_port() -> u16 {
 }
 
 impl Browser {
-    /// Starts chromedriver ($CHROMEDRIVER or `chromedriver`) and a Chromium ($CHROME or
-    /// /usr/bin/chromium) window of `width` × `height`.
+    /// Headless Chromium (chromedriver: $CHROMEDRIVER or `chromedriver`; the browser: $CHROME or
+    /// /usr/bin/chromium) with a `width` × `height` window, with or without WebGPU.
     pub async fn launch(webgpu: bool, width: u32, height: u32) -> Result<Self, String> {
-        let driver_bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
-        let chrome = std::env::var("CHROME").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        Self::open(Engine::Chromium, Options { webgpu, width, height }).await
+    }
+
+    /// Starts `engine`'s WebDriver server and a session in a new browser of that engine.
+    pub async fn open(engine: Engine, opts: Options) -> Result<Self, String> {
+        let (driver_bin, install) = engine.driver();
+        let profile = Profile::new(engine)?;
+        let display = match engine.needs_display() {
+            true => Some(Display::start().await?),
+            false => None,
+        };
         let port = free_port();
-        let driver = Command::new(&driver_bin)
-            .arg(format!("--port={port}"))
+        let mut cmd = Command::new(&driver_bin);
+        cmd.args(engine.driver_args(port, &profile.0))
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start {driver_bin}: {e} (apt-get install chromium-driver)"))?;
-        let mut args: Vec<String> = BASE_ARGS.iter().map(|s| s.to_string()).collect();
-        if webgpu {
-            args.extend(WEBGPU_ARGS.iter().map(|s| s.to_string()));
+            .stderr(std::process::Stdio::null());
+        if let Some(d) = &display {
+            // MiniBrowser keeps its caches and storage under the XDG folders: ours, removed with it.
+            cmd.env("DISPLAY", &d.name)
+                .env_remove("WAYLAND_DISPLAY")
+                .env("HOME", &profile.0)
+                .env("XDG_CACHE_HOME", profile.0.join("cache"))
+                .env("XDG_DATA_HOME", profile.0.join("data"))
+                .env("XDG_CONFIG_HOME", profile.0.join("config"));
         }
-        args.push(format!("--window-size={width},{height}"));
-        let profile = Profile::new()?;
-        args.push(format!("--user-data-dir={}", profile.0.display()));
-        let mut options = json!({ "binary": chrome, "args": args });
-        if width < 500 {
-            // Chromium windows are at least 500 px wide; narrower viewports need emulation.
-            options["mobileEmulation"] =
-                json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 } });
-        }
-        let caps = json!({ "goog:chromeOptions": options });
-        let caps = caps.as_object().cloned().expect("an object");
+        let driver = Tree::spawn(cmd).map_err(|e| format!("cannot start {driver_bin}: {e} ({install})"))?;
+        let caps = engine.capabilities(&opts, &profile.0);
         let url = format!("http://127.0.0.1:{port}");
         let start = Instant::now();
         let client = loop {
@@ -102,26 +67,46 @@ impl Browser {
                 .await
             {
                 Ok(c) => break c,
-                Err(e) if start.elapsed() > Duration::from_secs(30) => {
-                    return Err(format!("chromedriver at {url} gave no session: {e}"));
+                Err(e) if start.elapsed() > Duration::from_secs(60) => {
+                    return Err(format!("{driver_bin} at {url} gave no {} session: {e}", engine.name()));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         };
+        if engine.sizes_by_webdriver() {
+            client
+                .set_window_size(opts.width, opts.height)
+                .await
+                .map_err(|e| format!("{}: cannot size the window: {e}", engine.name()))?;
+        }
         Ok(Self {
             client,
+            engine,
             _driver: driver,
+            _display: display,
             _profile: profile,
         })
     }
 
     /// Sends a Chrome DevTools Protocol command through chromedriver (`goog/cdp/execute`),
     /// e.g. `Storage.overrideQuotaForOrigin` to make the storage quota tiny.
+    /// Chromium only: the other engines' drivers have no such pass-through.
     pub async fn cdp(&self, cmd: &str, params: Value) -> Result<Value, String> {
+        if self.engine != Engine::Chromium {
+            return Err(format!("{cmd}: {} has no DevTools protocol here", self.engine.name()));
+        }
         self.client
             .issue_cmd(Cdp(json!({ "cmd": cmd, "params": params })))
             .await
             .map_err(|e| format!("{cmd}: {e}"))
+    }
+
+    /// Loads `url` as a new document. By way of about:blank: navigating to an address that
+    /// differs from the current one only in its fragment would not load the page again (the
+    /// page would take it as a route change and keep what the last address left on it).
+    pub async fn goto(&self, url: &str) {
+        self.client.goto("about:blank").await.unwrap();
+        self.client.goto(url).await.unwrap();
     }
 
     /// Runs `script` (a function body that `return`s) in the page.
@@ -135,6 +120,19 @@ impl Browser {
             "document.querySelector('[data-testid={testid}]').click(); return null;"
         ))
         .await;
+    }
+
+    /// Clicks the element with this `data-testid` through WebDriver, as a person's click: the
+    /// page gets a user activation, which history entries need to count for the Back button
+    /// (WebKit skips entries pushed without one, as Chromium's browser Back does).
+    pub async fn press(&self, testid: &str) {
+        self.client
+            .find(fantoccini::Locator::Css(&format!("[data-testid=\"{testid}\"]")))
+            .await
+            .unwrap_or_else(|e| panic!("no {testid} to press: {e}"))
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("{testid} cannot be pressed: {e}"));
     }
 
     /// Picks `path` in the page's model file input, as a reader choosing a file would.

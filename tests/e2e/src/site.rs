@@ -6,9 +6,16 @@ use std::path::{Path, PathBuf};
 /// The default model, as the page fetches it (relative to `dist/`).
 pub const MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The prompt of the greedy runs compared with the CLI's.
+pub const PROMPT: &str = "The capital of France is";
+
 /// The status line says a model is loaded, or that a run has finished.
 pub const READY: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Ready')";
 pub const DONE: &str = "document.querySelector('[data-testid=status]').textContent.startsWith('Done')";
+
+/// The token view shows its chips and has finished tokenizing.
+pub const TOKENIZED: &str = "document.querySelector('[data-testid=tok-chips] li') !== null \
+     && !document.querySelector('[data-testid=tok-source]').textContent.startsWith('Tokenizing')";
 
 /// Conditions for `Browser::wait_for` on one `data-testid` element: it exists; its text is
 /// `text`; its text starts with `prefix` (false while the element is missing).
@@ -66,6 +73,10 @@ pub fn screenshot_path(name: &str) -> PathBuf {
 /// on the same driver as the page's WebGPU.
 pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
+/// Mesa's lavapipe (Debian's mesa-vulkan-drivers): the Vulkan driver Firefox's WebGPU runs on
+/// here, so the CLI on it is the page's native twin in Firefox.
+pub const LAVAPIPE_ICD: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+
 /// Runs the `tokscope` CLI and returns its stdout; `icd` picks the Vulkan driver for
 /// `--backend gpu`, `probe` and `bench`. The binary is the one `cargo test --workspace` built
 /// for the CLI's own tests (optimized: the test profile), used when it is newer than every
@@ -102,6 +113,39 @@ pub fn tokscope(args: &[&str], icd: Option<&str>) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// What `tokscope generate` prints (stdout, its trailing newline dropped) for a greedy run of
+/// `tokens` tokens after [`PROMPT`] with the model at `model` (under public/); `gpu`: `--backend
+/// gpu`, on the Vulkan ICD `icd` when given.
+pub fn cli_greedy(model: &str, tokens: usize, gpu: bool, icd: Option<&str>) -> String {
+    let model = format!("public/{model}");
+    let tokens = tokens.to_string();
+    let mut args = vec![
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        PROMPT,
+        "--max-tokens",
+        &tokens,
+        "--temperature",
+        "0",
+    ];
+    if gpu {
+        args.extend(["--backend", "gpu"]);
+    }
+    let text = tokscope(&args, icd);
+    text.strip_suffix('\n').unwrap_or(&text).to_string()
+}
+
+/// The page's address for a greedy run of [`PROMPT`] that starts by itself, `extra` appended
+/// to its query.
+pub fn greedy_run_url(server: &crate::server::Server, tokens: usize, extra: &str) -> String {
+    server.url(&format!(
+        "index.html?prompt={}&max_tokens={tokens}&temperature=0&autorun=1{extra}",
+        url_encode(PROMPT)
+    ))
 }
 
 /// `tokscope` in this test binary's target folder (target/debug/deps/.. ), when it is newer than

@@ -1,12 +1,12 @@
 //! The guided path (`#/guide/N`) in headless Chromium: each of its seven steps renders its
 //! sentence with the figures measured in the page (the run, the file, the probe, the dials),
-//! Next and Back move in place without losing them (the browser's Back too), and each step's
-//! link opens that step.
+//! and Next and Back move in place without losing them (the browser's Back too). Each step's
+//! link runs in every engine: engines/guide.rs.
 
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::site::{DONE, READY, present, screenshot_path, serve_dist, text_is, text_starts};
+use tokscope_e2e::site::{DONE, READY, screenshot_path, serve_dist, text_is, text_starts};
 
 const WAIT: Duration = Duration::from_secs(240);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
@@ -138,23 +138,6 @@ async fn every_step_speaks_with_the_figures_measured_here() {
     b.screenshot(&screenshot_path("guide-7.png")).await.unwrap();
     assert_eq!(b.page_errors().await, Vec::<String>::new());
 
-    // Every step's own link opens that step (a fresh page: the reader's figures start over).
-    for n in 1..=7 {
-        b.client
-            .goto(&server.url(&format!("index.html?backend=cpu#/guide/{n}")))
-            .await
-            .unwrap();
-        b.wait_for(&text_starts("lesson-title", &format!("Step {n} of 7")), WAIT)
-            .await
-            .unwrap();
-        let current = b
-            .eval("return document.querySelector('[aria-current=step]').dataset.testid;")
-            .await;
-        assert_eq!(current, format!("guide-step-{n}"));
-    }
-    b.client.goto(&server.url("index.html#/guide/9")).await.unwrap();
-    b.wait_for(&present("notice"), WAIT).await.unwrap();
-    assert!(b.text("notice").await.contains("the guided path has steps 1 to 7"));
     b.close().await;
 }
 

@@ -1,15 +1,16 @@
-//! The playground in a real headless Chromium: the page as `cargo xtask build-web` builds it (`dist/`, by
-//! scripts/test.sh first), served by our static server, driven through chromedriver. WebGPU runs
-//! on SwiftShader where the machine has no GPU. Screenshots land in `target/e2e/`.
+//! The playground in headless Chromium, beyond what every engine checks (engines.rs) and the
+//! WebGPU runs in Chromium and Firefox (webgpu.rs): the page as `cargo xtask build-web` builds it
+//! (`dist/`, by scripts/test.sh first), served by our static server, driven through
+//! chromedriver. WebGPU runs on SwiftShader where the machine has no GPU. Screenshots land in
+//! `target/e2e/`.
 
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_core::model::Model;
 use tokscope_e2e::browser::Browser;
-use tokscope_e2e::server::{self, Server};
-use tokscope_e2e::site::{DONE, MODEL, READY, SWIFTSHADER_ICD, root, serve_dist, tokscope};
+use tokscope_e2e::server;
+use tokscope_e2e::site::{DONE, MODEL, PROMPT, READY, cli_greedy, greedy_run_url, root, serve_dist, url_encode};
 
-const PROMPT: &str = "The capital of France is";
 const TOKENS: usize = 32;
 /// Loading and 32 tokens on SwiftShader or the wasm CPU engine, on 2 shared cores.
 const RUN_TIMEOUT: Duration = Duration::from_secs(match option_env!("E2E_QUICK") {
@@ -20,114 +21,24 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(match option_env!("E2E_QUICK")
 /// One browser at a time: the machines running this have two cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
-/// What `tokscope generate` prints for the same greedy run (stdout, trailing newline dropped).
-/// `gpu`: `--backend gpu`, on the Vulkan ICD `icd` when given.
-fn cli_greedy_text(gpu: bool, icd: Option<&str>) -> String {
-    cli_greedy(MODEL, TOKENS, gpu, icd)
-}
-
-/// As [`cli_greedy_text`] for `tokens` tokens of the model at `model` (under public/).
-fn cli_greedy(model: &str, tokens: usize, gpu: bool, icd: Option<&str>) -> String {
-    let model = format!("public/{model}");
-    let tokens = tokens.to_string();
-    let mut args = vec![
-        "generate",
-        "--model",
-        &model,
-        "--prompt",
-        PROMPT,
-        "--max-tokens",
-        &tokens,
-        "--temperature",
-        "0",
-    ];
-    if gpu {
-        args.extend(["--backend", "gpu"]);
-    }
-    let text = tokscope(&args, icd);
-    text.strip_suffix('\n').unwrap_or(&text).to_string()
-}
-
-fn run_url(server: &Server, extra: &str) -> String {
-    let prompt = PROMPT.replace(' ', "%20");
-    server.url(&format!(
-        "index.html?prompt={prompt}&max_tokens={TOKENS}&temperature=0&autorun=1{extra}"
-    ))
-}
-
 fn number(s: &str) -> f64 {
     s.trim().parse().unwrap_or(f64::NAN)
 }
 
+/// On a 360 px phone (the CPU engine's run; its text against the CLI's is checked in every
+/// engine: engines/run.rs), the meter's figures ride along under the run.
 #[tokio::test]
-async fn webgpu_greedy_run_matches_the_cli_and_reloads_from_cache() {
+async fn at_360_px_the_rate_line_rides_under_the_run() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve_dist();
-    let b = Browser::launch(true, 1280, 900).await.unwrap();
-    b.client.goto(&run_url(&server, "&backend=gpu")).await.unwrap();
-    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
-    let badge = b.text("backend").await;
-    assert!(
-        badge.starts_with("WebGPU"),
-        "backend badge: {badge:?}; notice: {:?}",
-        b.text("notice").await
-    );
-    // GPU float sums run in another order than the CPU's, so near-ties may break differently:
-    // the page's WebGPU text must equal the CLI's GPU text on the same driver.
-    let swiftshader = badge.to_lowercase().contains("swiftshader");
-    println!("page adapter: {badge}");
-    let expected = cli_greedy_text(true, swiftshader.then_some(SWIFTSHADER_ICD));
-    assert_eq!(
-        b.text("output").await,
-        expected,
-        "the page's greedy text differs from the CLI's; status {:?}",
-        b.text("status").await
-    );
-    let tok_s = number(&b.text("tok-s").await);
-    assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
-    assert!(number(&b.text("ttft").await) > 0.0);
-    let phases = b
-        .eval("return document.querySelector('[data-testid=model]').dataset.phases;")
-        .await;
-    assert!(
-        phases.as_str().unwrap_or("").contains("Download"),
-        "progress phases seen: {phases}"
-    );
-    assert!(
-        phases.as_str().unwrap_or("").contains("Upload"),
-        "progress phases seen: {phases}"
-    );
-    assert_eq!(b.page_errors().await, Vec::<String>::new());
-    b.screenshot(&root().join("target/e2e/desktop.png")).await.unwrap();
-    println!("webgpu decode: {tok_s} tok/s (badge {badge})");
-
-    // A reload finds the model in the cache: no second download.
-    assert_eq!(server.log.count(".gguf"), 1, "requests: {:?}", server.log.all());
-    b.client.refresh().await.unwrap();
-    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
-    assert_eq!(server.log.count(".gguf"), 1, "the reload downloaded the model again");
-    assert_eq!(b.text("output").await, expected);
-    b.close().await;
-}
-
-#[tokio::test]
-async fn without_webgpu_the_cpu_engine_runs_the_same_text() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let expected = cli_greedy_text(false, None);
     let server = serve_dist();
     let b = Browser::launch(false, 360, 800).await.unwrap();
-    b.client.goto(&run_url(&server, "")).await.unwrap();
+    b.client
+        .goto(&greedy_run_url(&server, TOKENS, "&backend=cpu"))
+        .await
+        .unwrap();
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
-    assert_eq!(b.text("backend").await, "CPU (WASM)");
-    let notice = b.text("notice").await;
-    assert!(
-        notice.contains("CPU engine") && notice.contains("no WebGPU adapter"),
-        "notice: {notice:?}"
-    );
-    assert_eq!(b.text("output").await, expected, "status {:?}", b.text("status").await);
     let tok_s = number(&b.text("tok-s-mean").await);
     assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
-    println!("wasm CPU decode: {tok_s} tok/s");
     // At 360 px the meter stacks under the run; its figures ride along under the output,
     // pinned to the view's bottom while the run is on screen.
     let rate = b.text("run-rate").await;
@@ -315,9 +226,9 @@ async fn gemma_from_the_model_menu_runs_like_the_cli() {
     let expected = cli_greedy(gemma.path, 8, false, None);
     let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
-    let prompt = PROMPT.replace(' ', "%20");
     let url = server.url(&format!(
-        "index.html?prompt={prompt}&max_tokens=8&temperature=0&backend=cpu"
+        "index.html?prompt={}&max_tokens=8&temperature=0&backend=cpu",
+        url_encode(PROMPT)
     ));
     b.client.goto(&url).await.unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();

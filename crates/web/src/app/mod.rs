@@ -166,10 +166,22 @@ pub fn start() {
             }
         }
     });
+    // The guided path's own steps are history entries (pushState): going back to one fires
+    // popstate, and hashchange too in Chromium and Firefox but not in WebKit.
+    let on_pop = Closure::<dyn FnMut()>::new(move || {
+        let Some(w) = web_sys::window() else { return };
+        if let Ok(Route { guide: Some(n), .. }) = Route::parse(&w.location().hash().unwrap_or_default())
+            && guided
+        {
+            step.set(n);
+        }
+    });
     if let Some(w) = web_sys::window() {
         let _ = w.add_event_listener_with_callback("hashchange", on_hash.as_ref().unchecked_ref());
+        let _ = w.add_event_listener_with_callback("popstate", on_pop.as_ref().unchecked_ref());
     }
     on_hash.forget();
+    on_pop.forget();
     // Effects need the executor that mounting sets up, so they are made inside.
     leptos::mount::mount_to_body(move || {
         if load_model {

@@ -6,10 +6,11 @@
 use super::link::send;
 use super::share::Share;
 use super::state::State;
+use crate::browser::browser_name;
 use crate::params::Settings;
 use crate::protocol::{GenerateRequest, ToWorker};
 use crate::route::Panel;
-use crate::speed::{DECODE_SECONDS, DECODE_TOKENS, PROMPT, SpeedResult, browser_name};
+use crate::speed::{DECODE_SECONDS, DECODE_TOKENS, PROMPT, SpeedResult};
 use leptos::prelude::*;
 use tokscope_core::sampling::SamplingParams;
 

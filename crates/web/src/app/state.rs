@@ -41,7 +41,7 @@ pub struct State {
     pub rate: RwSignal<Option<(f64, usize)>>,
     pub cache: RwSignal<Vec<CachedModel>>,
     pub cache_note: RwSignal<Option<String>>,
-    /// Why the last model was not cached (quota full, no Cache API): shown beside the model,
+    /// Why the last model was not cached (quota full, no IndexedDB): shown beside the model,
     /// not in the cache list's own note, which the next listing replaces.
     pub cache_warning: RwSignal<Option<String>>,
     /// The worker's memory after its last load or run.

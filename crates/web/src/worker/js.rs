@@ -47,6 +47,17 @@ pub fn describe(e: &JsValue) -> String {
     e.as_string().unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// Whether the browser exposes WebGPU at all (`navigator.gpu`), adapter or not.
+pub fn has_webgpu_api() -> bool {
+    js_sys::Reflect::get(&scope().navigator(), &JsValue::from_str("gpu")).is_ok_and(|g| !g.is_undefined())
+}
+
+/// Why this browser gives the page no WebGPU, in words a reader can act on.
+pub fn without_webgpu() -> String {
+    let ua = scope().navigator().user_agent().unwrap_or_default();
+    crate::browser::without_webgpu(&ua, has_webgpu_api())
+}
+
 /// The browser's own words for its WebGPU adapter (`GPUAdapterInfo`: vendor, architecture,
 /// description), which wgpu does not pass on. Asks for a second adapter object, which is cheap.
 pub async fn adapter_words() -> Option<String> {

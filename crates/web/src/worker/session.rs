@@ -23,9 +23,9 @@ use tokscope_core::requant::{DIAL, encoded_len, requantize};
 use tokscope_core::sampling::Sampler;
 use tokscope_core::text_stats::{TextStats, WordCounter};
 use tokscope_core::tokenizer::Tokenizer;
-use tokscope_gpu::GpuContext;
 use tokscope_gpu::batch::Batch;
 use tokscope_gpu::runner::Runner;
+use tokscope_gpu::{GpuContext, GpuError};
 use wasm_bindgen::JsCast;
 
 /// The context the page's engine reserves: the default model allows 8,192 tokens, whose f32
@@ -193,7 +193,14 @@ impl Worker {
         context: usize,
         allow_software: bool,
     ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
-        let ctx = Arc::new(GpuContext::new().await.map_err(|e| e.to_string())?);
+        if !super::js::has_webgpu_api() {
+            return Err(super::js::without_webgpu());
+        }
+        let ctx = match GpuContext::new().await {
+            Ok(ctx) => Arc::new(ctx),
+            Err(GpuError::NoAdapter(_)) => return Err(super::js::without_webgpu()),
+            Err(e) => return Err(e.to_string()),
+        };
         if ctx.info.device_type == wgpu::DeviceType::Cpu && !allow_software {
             let words = super::js::adapter_words()
                 .await

@@ -1,0 +1,138 @@
+//! WebGPU in the two engines that offer it here (issue #30): Chromium on SwiftShader
+//! (`--enable-unsafe-webgpu`) and Firefox on lavapipe (the `dom.webgpu.enabled` pref; Firefox's
+//! wgpu over Mesa's Vulkan). In each, the playground's WebGPU text equals the CLI's `--backend
+//! gpu` text on the same Vulkan driver, a reload takes the model from the cache, and the speed
+//! check produces its card. Each engine prints its time.
+
+use std::time::{Duration, Instant};
+use tokscope_e2e::browser::Browser;
+use tokscope_e2e::engine::{Engine, Options};
+use tokscope_e2e::site::{
+    DONE, LAVAPIPE_ICD, MODEL, SWIFTSHADER_ICD, cli_greedy, greedy_run_url, present, screenshot_path, serve_dist,
+};
+
+const TOKENS: usize = 32;
+/// Loading and 32 tokens on a CPU-backed adapter, on 2 shared cores.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One browser at a time: the machines running this have two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn number(s: &str) -> f64 {
+    s.trim().parse().unwrap_or(f64::NAN)
+}
+
+async fn webgpu_runs_the_clis_gpu_text_and_the_speed_check(engine: Engine) {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let start = Instant::now();
+    let server = serve_dist();
+    let b = Browser::open(
+        engine,
+        Options {
+            webgpu: true,
+            width: 1280,
+            height: 900,
+        },
+    )
+    .await
+    .unwrap();
+    b.client
+        .goto(&greedy_run_url(&server, TOKENS, "&backend=gpu"))
+        .await
+        .unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    let badge = b.text("backend").await;
+    assert!(
+        badge.starts_with("WebGPU"),
+        "backend badge: {badge:?}; notice: {:?}",
+        b.text("notice").await
+    );
+    // GPU float sums run in another order than the CPU's, so near-ties may break differently:
+    // the page's WebGPU text must equal the CLI's GPU text on the same driver.
+    let icd = match engine {
+        Engine::Firefox => LAVAPIPE_ICD,
+        _ if badge.to_lowercase().contains("swiftshader") => SWIFTSHADER_ICD,
+        _ => panic!("{}: an adapter with no native twin here: {badge}", engine.name()),
+    };
+    let expected = cli_greedy(MODEL, TOKENS, true, Some(icd));
+    assert_eq!(
+        b.text("output").await,
+        expected,
+        "the page's greedy text differs from the CLI's on {icd}; status {:?}",
+        b.text("status").await
+    );
+    let tok_s = number(&b.text("tok-s").await);
+    assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
+    assert!(number(&b.text("ttft").await) > 0.0);
+    let phases = b
+        .eval("return document.querySelector('[data-testid=model]').dataset.phases;")
+        .await;
+    let phases = phases.as_str().unwrap_or("");
+    assert!(
+        phases.contains("Download") && phases.contains("Upload"),
+        "progress phases seen: {phases}"
+    );
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    let name = engine.name().to_lowercase();
+    b.screenshot(&screenshot_path(&format!("webgpu-{name}.png")))
+        .await
+        .unwrap();
+    println!("{}: WebGPU decode {tok_s} tok/s ({badge})", engine.name());
+
+    // A reload finds the model in the cache: no second download.
+    assert_eq!(server.log.count(".gguf"), 1, "requests: {:?}", server.log.all());
+    b.client.refresh().await.unwrap();
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert_eq!(server.log.count(".gguf"), 1, "the reload downloaded the model again");
+    assert_eq!(b.text("output").await, expected);
+
+    // The speed check: probe and a decode, then its card.
+    b.client
+        .goto(&server.url("index.html?backend=gpu#/speed"))
+        .await
+        .unwrap();
+    b.wait_for(
+        "!document.querySelector('[data-testid=speed-run]').disabled",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    b.click("speed-run").await;
+    b.wait_for(&present("speed-card"), Duration::from_secs(400))
+        .await
+        .unwrap();
+    let card: Vec<String> = texts(&b, &["speed-adapter", "speed-gbs", "speed-tok-s", "speed-mbu"]).await;
+    println!("{}: speed card {card:?}", engine.name());
+    assert!(card[0].starts_with("WebGPU"), "{card:?}");
+    assert!(number(&card[1]) > 0.0 && number(&card[2]) > 0.0, "{card:?}");
+    assert!(card[3].ends_with('%'), "{card:?}");
+    b.screenshot(&screenshot_path(&format!("speed-check-{name}.png")))
+        .await
+        .unwrap();
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
+    b.close().await;
+    println!(
+        "{}: WebGPU paths in {:.0} s",
+        engine.name(),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// The texts of these elements, in order.
+async fn texts(b: &Browser, testids: &[&str]) -> Vec<String> {
+    let mut out = vec![];
+    for t in testids {
+        out.push(b.text(t).await);
+    }
+    out
+}
+
+#[tokio::test]
+async fn chromium() {
+    webgpu_runs_the_clis_gpu_text_and_the_speed_check(Engine::Chromium).await;
+}
+
+#[tokio::test]
+async fn firefox() {
+    webgpu_runs_the_clis_gpu_text_and_the_speed_check(Engine::Firefox).await;
+}
