@@ -3,9 +3,10 @@
 //! each a greedy decode of the same prompt and model, the second of two runs counted. Prints each
 //! engine's decode and prefill tok/s per round, then the median and each engine ÷ Chromium.
 //!
-//!     cargo run --release -p tokscope-e2e --example engines_decode -- [ROUNDS] [MODEL]
+//!     cargo run -p tokscope-e2e --example engines_decode -- [ROUNDS] [MODEL] [--route '#/embed/run']
 //!
-//! MODEL is a path under dist/ (default: the default model). Needs the built page (`cargo xtask
+//! MODEL is a path under dist/ (default: the default model); `--route` opens the page at that
+//! fragment (the whole page by default: a panel alone shows what the other panels' drawing costs). Needs the built page (`cargo xtask
 //! build-web`) and the three browsers (`scripts/setup.sh --test`).
 
 use std::time::Duration;
@@ -18,7 +19,7 @@ const PROMPT: &str = "The history of the printing press";
 const TIMEOUT: Duration = Duration::from_secs(600);
 
 /// (decode tok/s, prefill tok/s) of the second of two greedy runs in a fresh browser.
-async fn decode(engine: Engine, server: &tokscope_e2e::server::Server, model: &str) -> (f64, f64) {
+async fn decode(engine: Engine, server: &tokscope_e2e::server::Server, model: &str, route: &str) -> (f64, f64) {
     let opts = Options {
         webgpu: false,
         width: 1280,
@@ -26,7 +27,7 @@ async fn decode(engine: Engine, server: &tokscope_e2e::server::Server, model: &s
     };
     let b = Browser::open(engine, opts).await.unwrap();
     let url = server.url(&format!(
-        "index.html?prompt={}&max_tokens={TOKENS}&temperature=0&ignore_eos=1&backend=cpu&model={}",
+        "index.html?prompt={}&max_tokens={TOKENS}&temperature=0&ignore_eos=1&backend=cpu&model={}{route}",
         url_encode(PROMPT),
         url_encode(model)
     ));
@@ -52,14 +53,22 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let route = match args.iter().position(|a| a == "--route") {
+        Some(i) => {
+            let r = args.get(i + 1).cloned().unwrap_or_default();
+            args.drain(i..(i + 2).min(args.len()));
+            r
+        }
+        None => String::new(),
+    };
     let rounds: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(3);
     let model = args.get(1).cloned().unwrap_or_else(|| MODEL.to_string());
     let server = serve_dist();
     let mut rates: Vec<Vec<(f64, f64)>> = vec![vec![]; Engine::ALL.len()];
     for round in 1..=rounds {
         for (i, engine) in Engine::ALL.into_iter().enumerate() {
-            let r = decode(engine, &server, &model).await;
+            let r = decode(engine, &server, &model, &route).await;
             println!(
                 "round {round}: {:<8} decode {:>6.1} tok/s, prefill {:>6.1} tok/s",
                 engine.name(),
@@ -69,7 +78,8 @@ async fn main() {
             rates[i].push(r);
         }
     }
-    println!("{model}, {TOKENS} greedy tokens, wasm CPU engine, median of {rounds} rounds:");
+    let page = if route.is_empty() { "the whole page" } else { &route };
+    println!("{model}, {TOKENS} greedy tokens, wasm CPU engine, {page}, median of {rounds} rounds:");
     println!("engine     decode tok/s  ÷ Chromium   prefill tok/s  ÷ Chromium");
     let med = |i: usize, f: fn(&(f64, f64)) -> f64| median(rates[i].iter().map(f).collect());
     for (i, engine) in Engine::ALL.into_iter().enumerate() {
