@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check the project has: formatting, clippy on native and wasm32, all tests (unit, the tiny
 # synthetic models, the CLI end to end, parity with llama.cpp on the default model, the GPU
-# engine on lavapipe and in Chromium's WebGPU, the page end to end in headless Chromium, and a
-# short run of every fuzz target).
+# engine on lavapipe and in Chromium's WebGPU, the page end to end in Chromium, Firefox and
+# WebKitGTK — every reader's path in each, WebGPU in the first two — and a short run of every
+# fuzz target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
@@ -24,7 +25,7 @@ echo "== build the page (release, wasm32; clippy): the end-to-end tests load dis
 cargo xtask build-web
 echo "== build it again for hosting under a sub-path (the e2e tests serve it at /tokscope/)"
 cargo xtask build-web --public-url /tokscope/ --dist target/subpath/tokscope
-echo "== tests (clippy; GPU kernels on lavapipe or the machine's GPU: a missing adapter fails; the page in headless Chromium)"
+echo "== tests (clippy; GPU kernels on lavapipe or the machine's GPU: a missing adapter fails; the page in Chromium, Firefox and WebKitGTK)"
 TOKSCOPE_REQUIRE_GPU=1 cargo test --workspace --locked
 # The wasm tests build in the page's profile (wasm-release): they share its compiled dependencies.
 echo "== tests in WebAssembly (Node): the browser's CPU fallback gives the same tokens"
