@@ -26,7 +26,10 @@ cargo xtask build-web
 echo "== build it again for hosting under a sub-path (the e2e tests serve it at /tokscope/)"
 cargo xtask build-web --public-url /tokscope/ --dist target/subpath/tokscope
 echo "== tests (clippy; GPU kernels on lavapipe or the machine's GPU: a missing adapter fails; the page in Chromium, Firefox and WebKitGTK)"
+rm -f target/e2e/engine-times.txt
 TOKSCOPE_REQUIRE_GPU=1 cargo test --workspace --locked
+echo "== time each browser engine took (tests/e2e: engines.rs, webgpu.rs)"
+cat target/e2e/engine-times.txt
 # The wasm tests build in the page's profile (wasm-release): they share its compiled dependencies.
 echo "== tests in WebAssembly (Node): the browser's CPU fallback gives the same tokens"
 cargo test -p tokscope-core --locked --profile wasm-release --target wasm32-unknown-unknown --test wasm_engine

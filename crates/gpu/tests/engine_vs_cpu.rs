@@ -20,33 +20,23 @@ use tokscope_core::synthetic::TinyLlama;
 use tokscope_gpu::engine::{GpuEngine, Want};
 use tokscope_gpu::matvec::{MAX_COLUMNS, gpu_types};
 
-#[test]
-fn gpu_logits_match_cpu_engine_for_every_weight_type() {
-    let Some(ctx) = common::gpu() else { return };
-    let ctx = Arc::new(ctx);
-    for ty in gpu_types() {
-        let model = tiny_model(ty);
-        let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
-        let mut gpu = GpuEngine::new(ctx.clone(), model, 32, |_, _| {}).unwrap();
-        assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2);
-        for (i, &t) in TOKENS.iter().enumerate() {
-            let want = cpu.decode(t).unwrap().to_vec();
-            let got = gpu.decode(t).unwrap();
-            assert_logits_close(ty, i, &got, &want);
-        }
-        assert!(gpu.decode(1).is_ok());
-    }
-}
-
-/// The kernels as real GPUs run them (`with_gpu_shapes`), on this adapter: every weight type
-/// decoding, a chunked prefill, a batch of sequences, and long contexts over many attention
-/// shares, against the CPU engine. No GPU has been lent to CI: this is where those shapes are
-/// held to the reference.
+/// The kernels as real GPUs run them (`with_gpu_shapes`), on this adapter: a chunked prefill
+/// and decoding, a batch of sequences, and long contexts over many attention shares, against the
+/// CPU engine. No GPU has been lent to CI: this is where those shapes are held to the reference.
+/// Each type's kernel in the GPUs' shapes is held to the CPU's dot by matvec_vs_cpu.rs; here
+/// the engine around them, over the block layouts' families (4- and 8-bit blocks, K-quant
+/// super-blocks, 6-bit, floats).
 #[test]
 fn the_gpus_work_shapes_match_cpu_engine() {
     let Some(ctx) = common::gpu() else { return };
     let ctx = Arc::new(with_gpu_shapes(ctx));
-    for ty in gpu_types() {
+    for ty in [
+        GgmlType::Q4_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4_K,
+        GgmlType::Q6_K,
+        GgmlType::F16,
+    ] {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
@@ -100,7 +90,7 @@ fn context_full_and_bad_token_are_errors() {
 /// A prompt longer than one pass (MAX_COLUMNS), so prefill runs a full chunk and a partial one,
 /// then decodes: logits against the CPU engine's for every weight type.
 #[test]
-fn chunked_prefill_matches_cpu_engine_for_every_weight_type() {
+fn chunked_prefill_and_decode_match_cpu_engine_for_every_weight_type() {
     let Some(ctx) = common::gpu() else { return };
     let ctx = Arc::new(ctx);
     let prompt: Vec<u32> = (0..MAX_COLUMNS as u32 + 7).map(|i| (i * 37 + 5) % 256).collect();
@@ -108,6 +98,7 @@ fn chunked_prefill_matches_cpu_engine_for_every_weight_type() {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
+        assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2);
         let want = cpu.prefill(&prompt).unwrap().to_vec();
         let got = gpu.prefill(&prompt, Want::Logits).unwrap().into_logits();
         assert_logits_close(ty, 0, &got, &want);

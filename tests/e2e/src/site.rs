@@ -31,6 +31,22 @@ pub fn text_starts(testid: &str, prefix: &str) -> String {
     format!("(document.querySelector('[data-testid=\"{testid}\"]') || {{}}).textContent?.startsWith({prefix:?})")
 }
 
+/// Opens `url` as a new page, runs the speed check once the model is ready, and waits for its
+/// card (the probe and a decode of up to 20 s: minutes on a CPU-backed adapter).
+pub async fn speed_check(b: &crate::browser::Browser, url: &str) {
+    b.goto(url).await;
+    b.wait_for(
+        "!document.querySelector('[data-testid=speed-run]').disabled",
+        std::time::Duration::from_secs(300),
+    )
+    .await
+    .unwrap();
+    b.click("speed-run").await;
+    b.wait_for(&present("speed-card"), std::time::Duration::from_secs(400))
+        .await
+        .unwrap();
+}
+
 /// The built page (`dist/`) on a free port.
 pub fn serve_dist() -> crate::server::Server {
     crate::server::start(&dist(), "127.0.0.1:0").expect("the static server starts")
@@ -62,6 +78,18 @@ pub fn subpath_root() -> PathBuf {
         "the sub-path build is missing: scripts/test.sh runs cargo xtask build-web --public-url /tokscope/ --dist target/subpath/tokscope"
     );
     d
+}
+
+/// Prints `line` and appends it to `target/e2e/engine-times.txt`, which scripts/test.sh shows
+/// after the tests (cargo's test harness keeps a passing test's output to itself).
+pub fn report_time(line: &str) {
+    use std::io::Write;
+    println!("{line}");
+    let path = root().join("target/e2e/engine-times.txt");
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(f, "{line}");
+    }
 }
 
 /// Where the tests leave their screenshots.

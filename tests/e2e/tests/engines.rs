@@ -19,7 +19,7 @@ use engines::*;
 use std::time::Instant;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::engine::{Engine, Options};
-use tokscope_e2e::site::serve_dist;
+use tokscope_e2e::site::{report_time, serve_dist};
 
 /// One browser at a time: the machines running this have two cores.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -79,12 +79,12 @@ async fn every_path(engine: Engine) {
     path!("axe", access::axe_finds_no_wcag_a_or_aa_violation(&b, &server));
     b.close().await;
     let line: Vec<String> = times.iter().map(|(n, s)| format!("{n} {s:.1}")).collect();
-    println!(
-        "{}: every path in {:.0} s ({})",
+    report_time(&format!(
+        "{}: every reader's path (engines.rs) in {:.0} s ({})",
         engine.name(),
         start.elapsed().as_secs_f64(),
         line.join(", ")
-    );
+    ));
 }
 
 #[tokio::test]

@@ -1,13 +1,14 @@
-//! The calculator panels in a real headless Chromium: the roofline and agent panels read their
-//! inputs from the URL, redraw on edits, keep their last valid state on bad input, round-trip
-//! through "copy link", and embed cross-origin in an article's `<iframe>` with their heights
-//! posted. Screenshots land in `target/e2e/`.
+//! The panels with a model running, in headless Chromium: the measured point on the roofline and
+//! in the agent panel, the speed check against the native probe and bench, the floor on the
+//! roofline, the precision and batch dials, the run embed, and the panels at 360 px. (The
+//! calculators' own checks and their embeds run in every engine: engines/calculators.rs.)
+//! Screenshots land in `target/e2e/`.
 
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::Server;
-use tokscope_e2e::site::{MODEL, SWIFTSHADER_ICD, present, screenshot_path, serve_dist, text_is, tokscope};
+use tokscope_e2e::site::{self, MODEL, SWIFTSHADER_ICD, present, screenshot_path, serve_dist, text_is, tokscope};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -79,28 +80,25 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
     b.close().await;
 }
 
-/// Opens `path` on WebGPU, runs the speed check once the model is ready, and waits for its card.
+/// A Chromium with WebGPU (SwiftShader here) that has run the speed check on `path`.
 async fn speed_check(server: &Server, path: &str) -> Browser {
     let b = Browser::launch(true, 1280, 1000).await.unwrap();
-    b.client.goto(&server.url(path)).await.unwrap();
-    b.wait_for(
-        "!document.querySelector('[data-testid=speed-run]').disabled",
-        Duration::from_secs(240),
-    )
-    .await
-    .unwrap();
-    b.click("speed-run").await;
-    b.wait_for(&present("speed-card"), Duration::from_secs(400))
-        .await
-        .unwrap();
+    site::speed_check(&b, &server.url(path)).await;
     b
 }
 
-/// The full page on WebGPU after the speed check: the roofline panel's "this device, measured"
-/// takes the probe's bandwidth and the engine's fixed cost per token, and shows the floor model
-/// and its sentence.
+fn json_field(json: &str, field: &str) -> f64 {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v[field].as_f64().unwrap_or_else(|| panic!("{field} in {json}"))
+}
+
+/// The speed check on the page's WebGPU (SwiftShader here), once for both: the roofline panel's
+/// "this device, measured" takes the probe's bandwidth and the engine's fixed cost per token and
+/// shows the floor model and its sentence; the card agrees with `tokscope probe` and `tokscope
+/// bench --backend gpu` on the same driver within 2×, copies as Markdown, and its share link
+/// shows the same card.
 #[tokio::test]
-async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
+async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_sets_the_rooflines_floor() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = serve_dist();
     let b = speed_check(
@@ -133,23 +131,6 @@ async fn the_roofline_panel_shows_this_devices_floor_after_the_speed_check() {
         (ceiling - floor_rate).abs() <= 0.2 + 0.01 * floor_rate,
         "{ceiling} vs {floor}"
     );
-    assert_eq!(b.page_errors().await, Vec::<String>::new());
-    b.close().await;
-}
-
-fn json_field(json: &str, field: &str) -> f64 {
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
-    v[field].as_f64().unwrap_or_else(|| panic!("{field} in {json}"))
-}
-
-/// The speed check on the page's WebGPU (SwiftShader here): its card agrees with `tokscope
-/// probe` and `tokscope bench --backend gpu` on the same driver within 2×, copies as Markdown,
-/// and its share link shows the same card.
-#[tokio::test]
-async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_shares() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let server = serve_dist();
-    let b = speed_check(&server, "index.html?backend=gpu#/embed/speed").await;
     let adapter = b.text("speed-adapter").await;
     let num = |s: String| s.trim().parse::<f64>().unwrap_or(f64::NAN);
     let (gb_s, tok_s) = (num(b.text("speed-gbs").await), num(b.text("speed-tok-s").await));
