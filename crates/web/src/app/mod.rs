@@ -157,11 +157,15 @@ pub fn start() {
     // within the guided path (the browser's Back and Forward too) only the step changes.
     let step = RwSignal::new(route.guide.unwrap_or(1));
     let guided = route.guide.is_some();
-    let on_hash = Closure::<dyn FnMut()>::new(move || {
-        let Some(w) = web_sys::window() else { return };
-        match Route::parse(&w.location().hash().unwrap_or_default()) {
-            Ok(Route { guide: Some(n), .. }) if guided => step.set(n),
-            _ => {
+    // The guided path's step the address names, when this page is on the guided path.
+    let guide_step = move || {
+        let hash = web_sys::window()?.location().hash().ok()?;
+        Route::parse(&hash).ok()?.guide.filter(|_| guided)
+    };
+    let on_hash = Closure::<dyn FnMut()>::new(move || match guide_step() {
+        Some(n) => step.set(n),
+        None => {
+            if let Some(w) = web_sys::window() {
                 let _ = w.location().reload();
             }
         }
@@ -169,10 +173,7 @@ pub fn start() {
     // The guided path's own steps are history entries (pushState): going back to one fires
     // popstate, and hashchange too in Chromium and Firefox but not in WebKit.
     let on_pop = Closure::<dyn FnMut()>::new(move || {
-        let Some(w) = web_sys::window() else { return };
-        if let Ok(Route { guide: Some(n), .. }) = Route::parse(&w.location().hash().unwrap_or_default())
-            && guided
-        {
+        if let Some(n) = guide_step() {
             step.set(n);
         }
     });
