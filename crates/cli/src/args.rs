@@ -25,7 +25,7 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Measure decode and prefill speed, bytes per token and effective bandwidth.
     Bench(BenchArgs),
-    /// Measure this GPU's read bandwidth, cost per dispatch and submit round trip.
+    /// Measure this GPU's read bandwidth, cost per dispatch and completion latency.
     Probe(ProbeArgs),
     /// The decode ceiling a device's bandwidth and compute set for a model (no model file needed).
     Roofline(RooflineArgs),
@@ -151,10 +151,15 @@ pub struct BenchArgs {
 }
 
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ProbeArgs {
-    /// Timed runs per figure (the median is reported; at least 5).
-    #[arg(long, default_value_t = 7)]
+    /// Timed pairs of submits per figure (a short and a long one; the median is reported).
+    #[arg(long, default_value_t = 5)]
     pub runs: usize,
+    /// Learn of each completion only at the next tick of a timer this long after the submit,
+    /// as Firefox's WebGPU does (100): the figures should not move.
+    #[arg(long, value_name = "MS")]
+    pub tick_ms: Option<f64>,
     #[arg(long)]
     pub json: bool,
 }

@@ -47,7 +47,7 @@ struct BenchReport {
     /// decode tok/s × bytes per token ÷ probe bandwidth (GPU only).
     mbu: Option<f64>,
     dispatches_per_token: Option<usize>,
-    /// Everything the probe measured: bandwidth, an empty dispatch's cost, the round trip.
+    /// Everything the probe measured: bandwidth, an empty dispatch's cost, the completion latency.
     probe: Option<ProbeResult>,
     /// Dispatches and seconds per kernel class for one decoded token (after the decode runs'
     /// prompt), measured apart from the timed runs.
@@ -55,7 +55,7 @@ struct BenchReport {
     /// Measured step time less the kernels' run time, per dispatch: what launching and waiting
     /// between dependent dispatches costs (GPU timestamps only).
     outside_kernels_us_per_dispatch: Option<f64>,
-    /// The floor model: bytes ÷ probed bandwidth + dispatches × probed dispatch + round trip.
+    /// The floor model: bytes ÷ probed bandwidth + dispatches × probed dispatch + completion wait.
     floor: Option<Floor>,
     /// Measured step time ÷ the floor's.
     floor_ratio: Option<f64>,
@@ -207,7 +207,8 @@ pub fn run(a: BenchArgs) -> CliResult {
         bandwidth_gb_s: f.probe.read_gb_s,
         dispatches: f.dispatches as u32,
         dispatch_us: f.probe.dispatch_us,
-        round_trip_ms: f.probe.round_trip_ms,
+        latency_ms: f.probe.latency.median_ms,
+        tick_ms: f.probe.latency.tick_ms,
     });
     let floor = floor_inputs.and_then(|i| i.floor().ok());
     let report = BenchReport {
@@ -273,7 +274,7 @@ pub fn run(a: BenchArgs) -> CliResult {
     }
     if let (Some(i), Some(f)) = (floor_inputs, report.floor) {
         println!(
-            "floor model:      {:.3} ms a token = {:.3} ms of bytes + {:.3} ms of dispatches + {:.3} ms round trip ({:.0} tok/s)",
+            "floor model:      {:.3} ms a token = {:.3} ms of bytes + {:.3} ms of dispatches + {:.3} ms waiting for completion ({:.0} tok/s)",
             f.step_s * 1e3,
             f.bytes_s * 1e3,
             f.dispatch_s * 1e3,

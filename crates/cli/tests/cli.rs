@@ -256,15 +256,26 @@ fn generation_stops_cleanly_when_the_context_fills() {
 
 #[test]
 fn probe_reports_the_roofline_figures() {
-    let out = tokscope(&["probe", "--json", "--runs", "5"]);
+    let out = tokscope(&["probe", "--json", "--runs", "2"]);
     if !gpu_ran(&out) {
         return;
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for key in ["read_gb_s", "dispatch_us", "round_trip_ms"] {
+    for key in ["read_gb_s", "dispatch_us", "stream_extra_ms", "empty_extra_ms"] {
         assert!(v[key].as_f64().is_some(), "{key}: {v}");
     }
+    for key in ["min_ms", "median_ms", "max_ms"] {
+        assert!(v["latency"][key].as_f64().is_some(), "{key}: {v}");
+    }
     assert!(v["adapter"]["name"].as_str().is_some());
+}
+
+#[test]
+fn a_bad_tick_is_refused_by_name() {
+    let out = tokscope(&["probe", "--tick-ms", "-5"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tick-ms must be a time in ms"), "{err}");
 }
 
 #[test]

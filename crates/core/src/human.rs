@@ -42,6 +42,31 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// Three significant figures, no exponent: 29.5, 0.612, 1,520.
+pub fn figure(x: f64) -> String {
+    if !x.is_finite() {
+        return "∞".into();
+    }
+    if x >= 1000.0 {
+        return count(x.round() as u64);
+    }
+    let digits = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else if x >= 1.0 {
+        2
+    } else {
+        3
+    };
+    format!("{x:.digits$}")
+}
+
+/// Seconds as milliseconds, three significant figures: "4.70 ms", "0.612 ms".
+pub fn ms(seconds: f64) -> String {
+    format!("{} ms", figure(seconds * 1e3))
+}
+
 /// Bytes in SI units, as memory vendors quote them (GB = 10^9): "16.06 GB", "84.4 MB".
 pub fn bytes(n: f64) -> String {
     si(n, "B")

@@ -2,6 +2,7 @@
 //! through `postMessage` (a picked file travels beside its message as a `File`).
 
 use serde::{Deserialize, Serialize};
+use tokscope_core::roofline::probe::Latency;
 use tokscope_core::sampling::SamplingParams;
 use tokscope_core::text_stats::TextStats;
 use tokscope_core::tokenizer::Piece;
@@ -179,12 +180,18 @@ pub struct ModelInfo {
     pub backend: BackendInfo,
 }
 
-/// This device's measured roofline (the bandwidth probe), for the roofline panel.
+/// This device's measured roofline (the bandwidth probe, tokscope-gpu's `probe`), for the speed
+/// card and the roofline panel.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProbeReport {
+    /// Wall clock, from differences.
     pub read_gb_s: f64,
     pub dispatch_us: f64,
-    pub round_trip_ms: f64,
+    /// Submit → read-back mapped, and the tick it waits for where there is one.
+    pub latency: Latency,
+    /// The same on the GPU's clock (`timestamp-query`), where the adapter offers it.
+    pub gpu_read_gb_s: Option<f64>,
+    pub gpu_dispatch_us: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

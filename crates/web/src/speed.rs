@@ -5,6 +5,7 @@
 use crate::params::{Settings, number};
 use tokscope_core::presets;
 use tokscope_core::roofline::floor::{Floor, FloorInputs};
+use tokscope_core::roofline::probe::Latency;
 use tokscope_core::roofline::{GB, mbu};
 
 /// Tokens the speed check decodes at most (end-of-text ignored, greedy).
@@ -31,7 +32,11 @@ pub struct SpeedResult {
     /// Probe read bandwidth, GB/s (`None` on the CPU engine: no GPU to probe).
     pub gb_s: Option<f64>,
     pub dispatch_us: Option<f64>,
-    pub round_trip_ms: Option<f64>,
+    /// The probe's completion latency (and tick).
+    pub latency: Option<Latency>,
+    /// The probe's figures on the GPU's clock, where the adapter has timestamps.
+    pub gpu_gb_s: Option<f64>,
+    pub gpu_dispatch_us: Option<f64>,
     /// Dispatches the GPU engine records per token (`None` on the CPU engine).
     pub dispatches: Option<u32>,
     /// Mean decode rate over the check's tokens.
@@ -62,8 +67,23 @@ impl SpeedResult {
             self.gb_s?,
             self.dispatches?,
             self.dispatch_us?,
-            self.round_trip_ms?,
+            self.latency.as_ref()?,
         )
+    }
+
+    /// "8.00 GB/s (GPU timestamps: 8.10)", or "–" without a probe.
+    pub fn bandwidth_text(&self) -> String {
+        with_gpu_clock(self.gb_s, self.gpu_gb_s, 2, "GB/s")
+    }
+
+    /// "29.5 µs (GPU timestamps: 28.0)", or "–".
+    pub fn dispatch_text(&self) -> String {
+        with_gpu_clock(self.dispatch_us, self.gpu_dispatch_us, 1, "µs")
+    }
+
+    /// "0.450 ms (min 0.440, max 0.470)", a tick named as such, or "–".
+    pub fn latency_text(&self) -> String {
+        self.latency.map_or("–".into(), |l| l.describe())
     }
 
     /// "between Apple A17 Pro (51 GB/s peak) and Apple M1 (68 GB/s peak)", in words.
@@ -79,22 +99,20 @@ impl SpeedResult {
     }
 
     pub fn to_markdown(&self) -> String {
-        let opt =
-            |v: Option<f64>, digits: usize, unit: &str| v.map_or("–".into(), |x| format!("{x:.digits$} {unit}"));
         let mut md = format!(
             "| tokscope speed check | |\n|---|---|\n| Adapter | {} |\n| Browser | {} |\n| Model | {} |\n\
              | Read bandwidth (probe) | {} |\n| Decode | {:.1}{} |\n| Bytes per token | {:.1} MB |\n| MBU | {} |\n\
-             | Cost per dispatch | {} |\n| Submit + read-back | {} |\n",
+             | Cost per dispatch | {} |\n| Completion latency | {} |\n",
             self.adapter.replace('|', "/"),
             self.browser.replace('|', "/"),
             self.model.replace('|', "/"),
-            opt(self.gb_s, 2, "GB/s"),
+            self.bandwidth_text(),
             self.tok_s,
             self.over(),
             self.bytes_per_token as f64 / 1e6,
             self.mbu().map_or("–".into(), |m| format!("{:.0} %", 100.0 * m)),
-            opt(self.dispatch_us, 1, "µs"),
-            opt(self.round_trip_ms, 2, "ms"),
+            self.dispatch_text(),
+            self.latency_text(),
         );
         if let Some((inputs, f)) = self.floor() {
             md.push_str(&format!(
@@ -128,7 +146,24 @@ impl Settings for SpeedResult {
             "model_name" => self.model = v.into(),
             "gbs" => self.gb_s = Some(positive(v)?),
             "dispatch_us" => self.dispatch_us = Some(positive(v)?),
-            "round_trip_ms" => self.round_trip_ms = Some(positive(v)?),
+            "gpu_gbs" => self.gpu_gb_s = Some(positive(v)?),
+            "gpu_dispatch_us" => self.gpu_dispatch_us = Some(positive(v)?),
+            "latency_ms" | "latency_min_ms" | "latency_max_ms" | "tick_ms" | "round_trip_ms" => {
+                let x = positive(v)?;
+                let l = self.latency.get_or_insert(Latency {
+                    min_ms: x,
+                    median_ms: x,
+                    max_ms: x,
+                    tick_ms: None,
+                });
+                match key {
+                    "latency_min_ms" => l.min_ms = x,
+                    "latency_max_ms" => l.max_ms = x,
+                    "tick_ms" => l.tick_ms = Some(x),
+                    // A link from before the latency had its own figures: the round trip.
+                    _ => l.median_ms = x,
+                }
+            }
             "dispatches" => self.dispatches = Some(number(v)?),
             "tok_s" => self.tok_s = positive(v)?,
             "tokens" => self.tokens = number(v)?,
@@ -148,10 +183,16 @@ impl Settings for SpeedResult {
             ("tokens", self.tokens.to_string()),
             ("bytes_per_token", self.bytes_per_token.to_string()),
         ];
+        let l = self.latency.as_ref();
         for (k, v) in [
             ("gbs", self.gb_s),
             ("dispatch_us", self.dispatch_us),
-            ("round_trip_ms", self.round_trip_ms),
+            ("gpu_gbs", self.gpu_gb_s),
+            ("gpu_dispatch_us", self.gpu_dispatch_us),
+            ("latency_ms", l.map(|l| l.median_ms)),
+            ("latency_min_ms", l.map(|l| l.min_ms)),
+            ("latency_max_ms", l.map(|l| l.max_ms)),
+            ("tick_ms", l.and_then(|l| l.tick_ms)),
         ] {
             if let Some(v) = v {
                 p.push((k, v.to_string()));
@@ -164,21 +205,31 @@ impl Settings for SpeedResult {
     }
 }
 
+/// "8.00 GB/s (GPU timestamps: 8.10)": the wall clock's figure, the GPU clock's beside it.
+fn with_gpu_clock(wall: Option<f64>, gpu: Option<f64>, digits: usize, unit: &str) -> String {
+    match (wall, gpu) {
+        (None, _) => "–".into(),
+        (Some(w), None) => format!("{w:.digits$} {unit}"),
+        (Some(w), Some(g)) => format!("{w:.digits$} {unit} (GPU timestamps: {g:.digits$})"),
+    }
+}
+
 /// The floor model of a GPU run from the probe's figures (bandwidth GB/s, µs per dispatch,
-/// round-trip ms) and the engine's dispatches per token; `None` when a figure is unusable.
+/// completion latency) and the engine's dispatches per token; `None` when a figure is unusable.
 pub fn floor_of(
     bytes_per_token: f64,
     gb_s: f64,
     dispatches: u32,
     dispatch_us: f64,
-    round_trip_ms: f64,
+    latency: &Latency,
 ) -> Option<(FloorInputs, Floor)> {
     let inputs = FloorInputs {
         bytes_per_token,
         bandwidth_gb_s: gb_s,
         dispatches,
         dispatch_us,
-        round_trip_ms,
+        latency_ms: latency.median_ms,
+        tick_ms: latency.tick_ms,
     };
     inputs.floor().ok().map(|f| (inputs, f))
 }
@@ -194,7 +245,14 @@ mod tests {
             model: "SmolLM2 135M Instruct".into(),
             gb_s: Some(8.0),
             dispatch_us: Some(29.5),
-            round_trip_ms: Some(0.61),
+            latency: Some(Latency {
+                min_ms: 0.5,
+                median_ms: 0.61,
+                max_ms: 0.8,
+                tick_ms: None,
+            }),
+            gpu_gb_s: Some(8.1),
+            gpu_dispatch_us: None,
             dispatches: Some(152),
             tok_s: 20.0,
             tokens: 128,
@@ -224,13 +282,14 @@ mod tests {
     fn markdown_has_every_figure() {
         let md = sample().to_markdown();
         for needle in [
-            "| Read bandwidth (probe) | 8.00 GB/s |",
+            "| Read bandwidth (probe) | 8.00 GB/s (GPU timestamps: 8.10) |",
             "| Decode | 20.0 tok/s over 128 tokens |",
             "| MBU | 25 % |",
             "| Cost per dispatch | 29.5 µs |",
+            "| Completion latency | 0.610 ms (min 0.500, max 0.800) |",
             // 100 MB at 8 GB/s = 12.5 ms; 152 × 29.5 µs + 0.61 ms = 5.094 ms.
             "| Floor model | 56.8 tok/s (17.594 ms a token) |",
-            "Bandwidth sets this speed: 12.5 ms to read 100.0 MB at 8.00 GB/s, 2.45× the fixed cost per token",
+            "Bandwidth sets this speed: 12.5 ms to read 100.0 MB at 8.00 GB/s, 2.45× the rest of the step",
             "Measured: 50.0 ms a token, 2.84× the floor's 17.6 ms.",
             "below Apple A17 Pro",
         ] {
@@ -252,5 +311,21 @@ mod tests {
         assert_eq!(back, r);
         let (_, errors) = SpeedResult::from_pairs([("gbs", "-1"), ("tok_s", "fast")]);
         assert_eq!(errors.len(), 2);
+        // A tick survives the link; a link from before the latency's figures keeps its round trip.
+        let ticked = SpeedResult {
+            latency: Some(Latency {
+                min_ms: 100.2,
+                median_ms: 101.0,
+                max_ms: 103.9,
+                tick_ms: Some(101.0),
+            }),
+            ..sample()
+        };
+        let pairs = ticked.to_pairs();
+        let (back, _) = SpeedResult::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert_eq!(back, ticked);
+        let (old, errors) = SpeedResult::from_pairs([("round_trip_ms", "0.61")]);
+        assert!(errors.is_empty());
+        assert_eq!(old.latency.map(|l| (l.median_ms, l.tick_ms)), Some((0.61, None)));
     }
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::server::Server;
-use tokscope_e2e::site::{self, MODEL, SWIFTSHADER_ICD, present, screenshot_path, serve_dist, text_is, tokscope};
+use tokscope_e2e::site::{
+    self, MODEL, SWIFTSHADER_ICD, present, probe_agrees_with_native, screenshot_path, serve_dist, text_is, tokscope,
+};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -117,7 +119,7 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_sets_the_roo
     let sentence = b.text("roof-floor-sentence").await;
     println!("roofline floor: {floor} — {sentence}");
     assert!(
-        sentence.contains("sets this speed") && sentence.contains("dispatches ×"),
+        sentence.contains("this speed") && sentence.contains("dispatches ×"),
         "{sentence}"
     );
     // The calculator's fixed cost is the engine's, so its ceiling is the floor's rate.
@@ -135,10 +137,8 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_sets_the_roo
     let num = |s: String| s.trim().parse::<f64>().unwrap_or(f64::NAN);
     let (gb_s, tok_s) = (num(b.text("speed-gbs").await), num(b.text("speed-tok-s").await));
     println!(
-        "page speed check on {adapter}: {gb_s} GB/s, {tok_s} tok/s, MBU {}, dispatch {} µs, round trip {} ms",
+        "page speed check on {adapter}: {gb_s} GB/s, {tok_s} tok/s, MBU {}",
         b.text("speed-mbu").await,
-        b.text("speed-dispatch").await,
-        b.text("speed-round-trip").await
     );
     assert!(adapter.starts_with("WebGPU"), "{adapter}");
     assert!(b.text("speed-mbu").await.ends_with('%'));
@@ -150,15 +150,17 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_sets_the_roo
     );
     let sentence = b.text("speed-floor-sentence").await;
     assert!(
-        sentence.contains("sets this speed") && sentence.contains("Measured: "),
+        sentence.contains("this speed") && sentence.contains("Measured: "),
         "{sentence}"
     );
+    // A native completion is no timer: the verdict does not blame a tick.
+    assert!(!sentence.contains("completion tick"), "{sentence}");
     assert!(!b.text("speed-placement").await.is_empty());
     let icd = adapter
         .to_lowercase()
         .contains("swiftshader")
         .then_some(SWIFTSHADER_ICD);
-    let probe = tokscope(&["probe", "--json"], icd);
+    probe_agrees_with_native(&b, "Chromium", icd).await;
     let model = format!("public/{MODEL}");
     let bench = tokscope(
         &[
@@ -178,15 +180,13 @@ async fn the_speed_check_agrees_with_the_native_probe_and_bench_and_sets_the_roo
         ],
         icd,
     );
-    let (native_gb_s, native_tok_s) = (json_field(&probe, "read_gb_s"), json_field(&bench, "decode_tok_s"));
-    println!("native on the same driver: {native_gb_s:.2} GB/s, {native_tok_s:.2} tok/s");
-    for (what, page, native) in [("GB/s", gb_s, native_gb_s), ("tok/s", tok_s, native_tok_s)] {
-        let ratio = page / native;
-        assert!(
-            (0.5..=2.0).contains(&ratio),
-            "{what}: page {page} vs native {native} (ratio {ratio:.2})"
-        );
-    }
+    let native_tok_s = json_field(&bench, "decode_tok_s");
+    println!("native bench on the same driver: {native_tok_s:.2} tok/s");
+    let ratio = tok_s / native_tok_s;
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "tok/s: page {tok_s} vs native {native_tok_s} (ratio {ratio:.2})"
+    );
     b.click("speed-copy-markdown").await;
     b.wait_for(&present("speed-markdown"), WAIT).await.unwrap();
     let md = b.value("speed-markdown").await;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tokscope_e2e::browser::Browser;
 use tokscope_e2e::engine::{Engine, Options};
 use tokscope_e2e::site::{
-    DONE, LAVAPIPE_ICD, MODEL, SWIFTSHADER_ICD, cli_greedy, greedy_run_url, report_time, screenshot_path, serve_dist,
-    speed_check,
+    DONE, LAVAPIPE_ICD, MODEL, SWIFTSHADER_ICD, cli_greedy, greedy_run_url, probe_agrees_with_native, report_time,
+    screenshot_path, serve_dist, speed_check,
 };
 
 const TOKENS: usize = 32;
@@ -97,6 +97,18 @@ async fn webgpu_runs_the_clis_gpu_text_and_the_speed_check(engine: Engine) {
         assert!(card[0].starts_with("WebGPU"), "{card:?}");
         assert!(number(&card[1]) > 0.0 && number(&card[2]) > 0.0, "{card:?}");
         assert!(card[3].ends_with('%'), "{card:?}");
+        // Firefox learns of finished GPU work on a 100 ms timer: the probe sees through it to
+        // the device (the native probe on lavapipe, Firefox's driver here), names the tick, and
+        // the verdict blames the tick, not the bandwidth.
+        probe_agrees_with_native(&b, engine.name(), Some(LAVAPIPE_ICD)).await;
+        let latency = b.text("speed-latency").await;
+        assert!(latency.contains("a timer's tick"), "{latency}");
+        let verdict = b.text("speed-floor-sentence").await;
+        println!("{}: {verdict}", engine.name());
+        assert!(
+            verdict.starts_with("The browser's completion tick sets this speed"),
+            "{verdict}"
+        );
         b.screenshot(&screenshot_path(&format!("speed-check-{name}.png")))
             .await
             .unwrap();

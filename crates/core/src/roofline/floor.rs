@@ -1,19 +1,23 @@
 //! The floor model of one decode step on a GPU: the time to stream the step's bytes at the
 //! probed bandwidth, plus the platform's fixed cost per token — every dispatch's launch (the
-//! probe's empty dispatch) and one submit + read-back round trip:
+//! probe's empty dispatch) and the wait until the host learns the step is done (the probe's
+//! completion latency):
 //!
-//! `floor = bytes ÷ probed bandwidth + dispatches × probed cost per dispatch + round trip`.
+//! `floor = bytes ÷ probed bandwidth + dispatches × probed cost per dispatch + completion wait`.
 //!
 //! It is the `time per token ≈ bytes ÷ bandwidth + dispatches × cost per dispatch + sync` model
 //! of DESIGN.md with every term measured on the device (tokscope's probe), so a measured step
 //! can be read against it: a small model on a big GPU is latency-bound (the fixed cost sets its
-//! speed, whatever the bandwidth), a big model bandwidth-bound. Sources: Williams, Waterman &
-//! Patterson, "Roofline" (CACM 2009) for the bandwidth term; the fixed term is the launch
-//! overhead the roofline leaves out (NVIDIA's CUDA Graphs notes make the same point: "for
-//! short-running kernels, launch overheads can be a significant fraction of the overall time").
+//! speed, whatever the bandwidth), a big model bandwidth-bound. Where completions arrive on a
+//! timer's tick (Firefox's WebGPU: a 100 ms timer, Mozilla bug 1870699) a step ends at the first
+//! tick after its work, so the wait is what is left of the tick, not a tick more. Sources:
+//! Williams, Waterman & Patterson, "Roofline" (CACM 2009) for the bandwidth term; the fixed term
+//! is the launch overhead the roofline leaves out (NVIDIA's CUDA Graphs notes make the same
+//! point: "for short-running kernels, launch overheads can be a significant fraction of the
+//! overall time").
 
 use super::{GB, InputError, check};
-use crate::human::{bytes, count};
+use crate::human::{bytes, count, figure, ms};
 use serde::Serialize;
 
 /// The probed figures and the step's shape.
@@ -27,18 +31,23 @@ pub struct FloorInputs {
     pub dispatches: u32,
     /// The probe's cost of one more (empty) dispatch inside a pass, µs.
     pub dispatch_us: f64,
-    /// The probe's submit + read-back round trip, ms (once per token).
-    pub round_trip_ms: f64,
+    /// The probe's completion latency (median), ms: once per token.
+    pub latency_ms: f64,
+    /// The timer completions wait for, ms, where the probe found one
+    /// ([`super::probe::Latency::tick_ms`]).
+    pub tick_ms: Option<f64>,
 }
 
-/// Which term sets the floor.
+/// Which term sets the floor: the largest of the three.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
-    /// Streaming the bytes takes longer than the fixed cost: bandwidth-bound.
+    /// Streaming the bytes: bandwidth-bound.
     Bytes,
-    /// Launches and the round trip take longer than the bytes: latency-bound.
-    FixedCost,
+    /// Launching the dispatches: latency-bound on the GPU's side.
+    Dispatches,
+    /// Waiting for the host to learn the step is done: latency-bound on the host's side.
+    Completion,
 }
 
 /// The floor model's prediction for one token.
@@ -48,7 +57,7 @@ pub struct Floor {
     pub bytes_s: f64,
     /// dispatches × cost per dispatch, seconds.
     pub dispatch_s: f64,
-    /// The submit + read-back round trip, seconds.
+    /// The completion wait, seconds: the latency, or on a tick what is left of it after the work.
     pub sync_s: f64,
     /// dispatch + sync.
     pub fixed_s: f64,
@@ -59,8 +68,10 @@ pub struct Floor {
     /// 1 ÷ bytes: the bandwidth ceiling alone (what a calculator without the fixed cost shows).
     pub ceiling_tok_s: f64,
     pub limit: Limit,
-    /// The larger term ÷ the smaller (≥ 1): by how much the limit dominates.
+    /// The limiting term ÷ the other two (≥ 1: it outweighs them together).
     pub ratio: f64,
+    /// The completion tick, seconds, where there is one.
+    pub tick_s: Option<f64>,
 }
 
 const MAX_BYTES: f64 = 1e15;
@@ -72,7 +83,10 @@ impl FloorInputs {
         check("bytes per token", self.bytes_per_token, false, MAX_BYTES, "bytes")?;
         check("bandwidth", self.bandwidth_gb_s, false, 1e6, "GB/s")?;
         check("cost per dispatch", self.dispatch_us, true, 1e6, "µs")?;
-        check("round trip", self.round_trip_ms, true, 1e5, "ms")?;
+        check("completion latency", self.latency_ms, true, 1e5, "ms")?;
+        if let Some(t) = self.tick_ms {
+            check("completion tick", t, false, 1e5, "ms")?;
+        }
         if self.dispatches > MAX_DISPATCHES {
             return Err(InputError {
                 field: "dispatches",
@@ -81,14 +95,27 @@ impl FloorInputs {
         }
         let bytes_s = self.bytes_per_token / (self.bandwidth_gb_s * GB);
         let dispatch_s = self.dispatches as f64 * self.dispatch_us * 1e-6;
-        let sync_s = self.round_trip_ms * 1e-3;
+        let work = bytes_s + dispatch_s;
+        let sync_s = match self.tick_ms {
+            // The first tick at or after the work's end (at least one).
+            Some(t) => {
+                let t = t * 1e-3;
+                (work / t).ceil().max(1.0) * t - work
+            }
+            None => self.latency_ms * 1e-3,
+        };
         let fixed_s = dispatch_s + sync_s;
         let step_s = bytes_s + fixed_s;
-        let (limit, ratio) = if bytes_s >= fixed_s {
-            (Limit::Bytes, ratio(bytes_s, fixed_s))
-        } else {
-            (Limit::FixedCost, ratio(fixed_s, bytes_s))
-        };
+        let terms = [
+            (Limit::Bytes, bytes_s),
+            (Limit::Dispatches, dispatch_s),
+            (Limit::Completion, sync_s),
+        ];
+        let (limit, top) = terms
+            .iter()
+            .copied()
+            .fold((Limit::Bytes, f64::MIN), |a, b| if b.1 > a.1 { b } else { a });
+        let rest = step_s - top;
         Ok(Floor {
             bytes_s,
             dispatch_s,
@@ -98,36 +125,64 @@ impl FloorInputs {
             tok_s: 1.0 / step_s,
             ceiling_tok_s: 1.0 / bytes_s,
             limit,
-            ratio,
+            ratio: if rest > 0.0 { top / rest } else { f64::INFINITY },
+            tick_s: self.tick_ms.map(|t| t * 1e-3),
         })
     }
 
-    /// One sentence for the reader: which term sets this device's speed for this model, and by
-    /// how much, with the terms spelled out.
+    /// One sentence for the reader: which term sets this device's speed for this model, by how
+    /// much, with the terms spelled out, and what would change it.
     pub fn sentence(&self, f: &Floor) -> String {
-        let fixed = format!(
-            "{} dispatches × {} µs + {} of submit and read-back = {}",
-            count(self.dispatches as u64),
-            figure(self.dispatch_us),
-            ms(f.sync_s),
-            ms(f.fixed_s)
-        );
         let read = format!(
             "{} to read {} at {} GB/s",
             ms(f.bytes_s),
             bytes(self.bytes_per_token),
             figure(self.bandwidth_gb_s)
         );
-        match f.limit {
-            Limit::FixedCost => format!(
-                "The fixed cost per token sets this speed: {fixed}, {}× the {read}. A small model \
-                 on a fast GPU is latency-bound: the GPU waits on launches and synchronisation, \
-                 not on memory, so more bandwidth would not make it faster.",
-                figure(f.ratio)
+        let launches = format!(
+            "{} dispatches × {} µs = {} of launches",
+            count(self.dispatches as u64),
+            figure(self.dispatch_us),
+            ms(f.dispatch_s)
+        );
+        let wait = match self.tick_ms {
+            Some(t) => format!(
+                "{} waiting for the browser's {} ms completion tick",
+                ms(f.sync_s),
+                figure(t)
             ),
-            Limit::Bytes => format!(
-                "Bandwidth sets this speed: {read}, {}× the fixed cost per token ({fixed}).",
-                figure(f.ratio)
+            None => format!("{} of submit and read-back", ms(f.sync_s)),
+        };
+        let (sets, set) = if f.ratio >= 1.0 {
+            ("sets this speed", "set this speed")
+        } else {
+            (
+                "is the largest part of this speed",
+                "are the largest part of this speed",
+            )
+        };
+        let r = figure(f.ratio);
+        match (f.limit, self.tick_ms) {
+            (Limit::Bytes, _) => format!("Bandwidth {sets}: {read}, {r}× the rest of the step ({launches}, {wait})."),
+            (Limit::Dispatches, _) => format!(
+                "Launches {set}: {launches}, {r}× the rest of the step ({read}, {wait}). A small \
+                 model on a fast GPU is latency-bound: the GPU waits on launches, not on memory, so \
+                 more bandwidth would not make it faster; fewer, fused kernels would."
+            ),
+            (Limit::Completion, Some(t)) => format!(
+                "The browser's completion tick {sets}: this browser learns that the GPU has \
+                 finished only when a {} ms timer fires, so each token waits {} after its {} of \
+                 work ({read}, {launches}). Neither the GPU's bandwidth nor its launches set this \
+                 rate; another browser, the CPU engine (no GPU to wait for) or more tokens per \
+                 submit would change it.",
+                figure(t),
+                ms(f.sync_s),
+                ms(f.bytes_s + f.dispatch_s)
+            ),
+            (Limit::Completion, None) => format!(
+                "Waiting for completion {sets}: {wait}, {r}× the rest of the step ({read}, \
+                 {launches}). Each token's result goes back to the host before the next step is \
+                 sent; more tokens per submit would hide the wait, more bandwidth would not."
             ),
         }
     }
@@ -151,45 +206,23 @@ impl Floor {
             figure(r),
             ms(self.step_s)
         );
-        if r > 1.5 {
-            s.push_str(&format!(
+        match self.tick_s {
+            Some(t) if r > 1.2 => s.push_str(&format!(
+                " The other {}: ticks come whole, so a token any part of which misses one tick \
+                 (the host's own turn between tokens included) waits for the next, {} later.",
+                ms(step - self.step_s),
+                ms(t)
+            )),
+            None if r > 1.5 => s.push_str(&format!(
                 " The other {} are the kernels' own work beyond streaming the bytes: arithmetic \
                  (on a CPU-backed adapter the kernels are compute-bound), and waits where a \
                  kernel leaves most of the GPU's cores idle.",
                 ms(step - self.step_s)
-            ));
+            )),
+            _ => {}
         }
         Some(s)
     }
-}
-
-fn ratio(big: f64, small: f64) -> f64 {
-    if small > 0.0 { big / small } else { f64::INFINITY }
-}
-
-/// Three significant figures, no exponent: 29.5, 0.612, 1,520.
-fn figure(x: f64) -> String {
-    if !x.is_finite() {
-        return "∞".into();
-    }
-    if x >= 1000.0 {
-        return count(x.round() as u64);
-    }
-    let digits = if x >= 100.0 {
-        0
-    } else if x >= 10.0 {
-        1
-    } else if x >= 1.0 {
-        2
-    } else {
-        3
-    };
-    format!("{x:.digits$}")
-}
-
-/// Seconds as milliseconds, three significant figures: "4.70 ms", "0.612 ms".
-fn ms(seconds: f64) -> String {
-    format!("{} ms", figure(seconds * 1e3))
 }
 
 #[cfg(test)]
@@ -208,7 +241,8 @@ mod tests {
             bandwidth_gb_s: 4000.0,
             dispatches: 152,
             dispatch_us: 5.0,
-            round_trip_ms: 0.05,
+            latency_ms: 0.05,
+            tick_ms: None,
         }
     }
 
@@ -221,8 +255,8 @@ mod tests {
         assert!(close(f.step_s, 834e-6));
         assert!(close(f.tok_s, 1.0 / 834e-6));
         assert!(close(f.ceiling_tok_s, 1.0 / 24e-6));
-        assert_eq!(f.limit, Limit::FixedCost);
-        assert!(close(f.ratio, 810.0 / 24.0));
+        assert_eq!(f.limit, Limit::Dispatches);
+        assert!(close(f.ratio, 760.0 / 74.0));
     }
 
     #[test]
@@ -237,19 +271,83 @@ mod tests {
         assert!(close(f.bytes_s, 1.13e-3));
         assert!(close(f.ratio, 1.13e-3 / 810e-6));
         let s = i.sentence(&f);
-        assert!(s.starts_with("Bandwidth sets this speed: 1.13 ms to read 4.52 GB at 4,000 GB/s, 1.40× the fixed cost per token (152 dispatches × 5.00 µs + 0.050 ms of submit and read-back = 0.810 ms)."), "{s}");
+        assert_eq!(
+            s,
+            "Bandwidth sets this speed: 1.13 ms to read 4.52 GB at 4,000 GB/s, 1.40× the rest of the step \
+             (152 dispatches × 5.00 µs = 0.760 ms of launches, 0.050 ms of submit and read-back)."
+        );
     }
 
     #[test]
-    fn the_sentence_names_the_fixed_cost_and_the_factor() {
+    fn the_sentence_names_the_launches_and_the_factor() {
         let i = small_on_big();
         let f = i.floor().unwrap();
         let s = i.sentence(&f);
         assert!(
-            s.starts_with("The fixed cost per token sets this speed: 152 dispatches × 5.00 µs + 0.050 ms of submit and read-back = 0.810 ms, 33.8× the 0.024 ms to read 96.00 MB at 4,000 GB/s."),
+            s.starts_with("Launches set this speed: 152 dispatches × 5.00 µs = 0.760 ms of launches, 10.3× the rest of the step (0.024 ms to read 96.00 MB at 4,000 GB/s, 0.050 ms of submit and read-back)."),
             "{s}"
         );
         assert!(s.contains("latency-bound"));
+    }
+
+    #[test]
+    fn a_slow_round_trip_is_its_own_term() {
+        // Chrome on an M1 Max: 0.45 ms a submit + map, against 0.24 ms of bytes (400 GB/s).
+        let i = FloorInputs {
+            bandwidth_gb_s: 400.0,
+            dispatch_us: 0.5,
+            latency_ms: 0.45,
+            ..small_on_big()
+        };
+        let f = i.floor().unwrap();
+        assert_eq!(f.limit, Limit::Completion);
+        assert!(close(f.sync_s, 0.45e-3));
+        assert!(close(f.ratio, 0.45 / (0.24 + 0.076)));
+        let s = i.sentence(&f);
+        assert!(
+            s.starts_with("Waiting for completion sets this speed: 0.450 ms of submit and read-back, 1.42× the rest"),
+            "{s}"
+        );
+        assert!(s.contains("more tokens per submit would hide the wait"), "{s}");
+    }
+
+    #[test]
+    fn on_a_tick_a_step_ends_at_the_first_tick_after_its_work() {
+        // Firefox on lavapipe: 96.6 MB at 6.3 GB/s (15.3 ms) + 153 × 22.7 µs (3.47 ms) of work,
+        // completions on a 100 ms timer: each token takes one tick.
+        let i = FloorInputs {
+            bytes_per_token: 96.6e6,
+            bandwidth_gb_s: 6.3,
+            dispatches: 153,
+            dispatch_us: 22.7,
+            latency_ms: 101.0,
+            tick_ms: Some(100.0),
+        };
+        let f = i.floor().unwrap();
+        assert!(close(f.step_s, 0.1));
+        assert!(close(f.tok_s, 10.0));
+        assert_eq!(f.limit, Limit::Completion);
+        let s = i.sentence(&f);
+        assert!(
+            s.starts_with("The browser's completion tick sets this speed: this browser learns that the GPU has finished only when a 100 ms timer fires, so each token waits 81.2 ms after its 18.8 ms of work"),
+            "{s}"
+        );
+        assert!(s.contains("another browser, the CPU engine"), "{s}");
+        // 5.8 tok/s measured (Firefox 153, SmolLM2): some tokens took two ticks.
+        let m = f.measured_sentence(5.8).unwrap();
+        assert!(
+            m.contains("1.72× the floor's 100 ms. The other 72.4 ms: ticks come whole"),
+            "{m}"
+        );
+        // 150 ms of bytes + 3.47 ms of launches wait for the second tick: 200 ms a token.
+        let big = FloorInputs {
+            bytes_per_token: 0.15 * 6.3e9,
+            ..i
+        };
+        let f = big.floor().unwrap();
+        assert!(close(f.step_s, 0.2), "{}", f.step_s);
+        assert_eq!(f.limit, Limit::Bytes);
+        assert!(big.sentence(&f).starts_with("Bandwidth sets this speed:"));
     }
 
     #[test]
@@ -272,14 +370,34 @@ mod tests {
     fn free_dispatches_leave_the_bytes() {
         let i = FloorInputs {
             dispatch_us: 0.0,
-            round_trip_ms: 0.0,
+            latency_ms: 0.0,
             ..small_on_big()
         };
         let f = i.floor().unwrap();
         assert_eq!(f.limit, Limit::Bytes);
         assert!(f.ratio.is_infinite());
         assert!(close(f.step_s, f.bytes_s));
-        assert!(i.sentence(&f).contains("∞× the fixed cost"));
+        assert!(i.sentence(&f).contains("∞× the rest"));
+    }
+
+    #[test]
+    fn a_term_short_of_the_others_together_is_the_largest_part() {
+        // 0.4 ms of bytes, 0.3 of launches, 0.3 of waiting.
+        let i = FloorInputs {
+            bytes_per_token: 1.6e6,
+            bandwidth_gb_s: 4.0,
+            dispatches: 100,
+            dispatch_us: 3.0,
+            latency_ms: 0.3,
+            tick_ms: None,
+        };
+        let f = i.floor().unwrap();
+        assert_eq!(f.limit, Limit::Bytes);
+        assert!(close(f.ratio, 0.4 / 0.6));
+        assert!(
+            i.sentence(&f)
+                .starts_with("Bandwidth is the largest part of this speed: 0.400 ms")
+        );
     }
 
     #[test]
@@ -305,6 +423,13 @@ mod tests {
                 ..small_on_big()
             }),
             "cost per dispatch"
+        );
+        assert_eq!(
+            bad(FloorInputs {
+                tick_ms: Some(0.0),
+                ..small_on_big()
+            }),
+            "completion tick"
         );
         assert_eq!(
             bad(FloorInputs {

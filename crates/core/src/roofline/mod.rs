@@ -10,6 +10,7 @@
 use std::fmt;
 
 pub mod floor;
+pub mod probe;
 
 /// Bytes in a GB, as memory vendors count them.
 pub const GB: f64 = 1e9;

@@ -69,11 +69,14 @@ fn topics() -> Vec<Topic> {
             id: "fixed-cost",
             title: "Why small models miss the roofline",
             body: "Each token also pays a fixed cost: launching dozens of GPU kernels, barriers between them, \
-                   submitting the work and reading the answer back. For an 8B model that is noise beside 16 GB of \
-                   reads; for a 135M model, whose weights stream in a fraction of a millisecond, it can be most of the \
-                   time. The speed check measures both the cost per dispatch and the round trip on your device."
+                   submitting the work and waiting until the browser learns it is done. For an 8B model that is noise \
+                   beside 16 GB of reads; for a 135M model, whose weights stream in a fraction of a millisecond, it can \
+                   be most of the time. The speed check measures the cost per dispatch and the completion latency on \
+                   your device; where the browser learns of finished work only on a timer (Firefox: every 100 ms), that \
+                   tick sets the speed of a small model, whatever the GPU."
                 .into(),
-            source: "Measured by this project's probe; DESIGN.md (≈29 µs per dispatch, ≈0.6 ms per round trip on SwiftShader)",
+            source: "Measured by this project's probe; DESIGN.md (≈29 µs per dispatch, ≈0.6 ms per round trip on SwiftShader); \
+                     Mozilla bug 1870699 (Firefox polls WebGPU from a 100 ms timer)",
         },
         Topic {
             id: "reading",

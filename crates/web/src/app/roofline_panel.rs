@@ -19,7 +19,7 @@ use tokscope_core::roofline::{GB, decode_point, mbu, prefill_point};
 
 /// What the floor line says before there is a GPU run and a probe to compute it from.
 const NO_FLOOR: &str = "Run the speed check with the model on WebGPU to see this device's floor: \
-                        bytes ÷ its bandwidth plus the fixed cost of every dispatch and of the read-back.";
+                        bytes ÷ its bandwidth plus the fixed cost of every dispatch and the wait for completion.";
 
 /// The running model's measured points: decode (meter mean) and prefill, with decode's MBU
 /// against the panel's bandwidth.
@@ -81,7 +81,7 @@ fn engine_floor(m: &ModelInfo, p: &ProbeReport) -> Option<(FloorInputs, Floor)> 
         p.read_gb_s,
         dispatches,
         p.dispatch_us,
-        p.round_trip_ms,
+        &p.latency,
     )
 }
 

@@ -80,7 +80,9 @@ pub fn result(state: State) -> Stage {
         model: m.name.clone(),
         gb_s: probe.map(|p| p.read_gb_s),
         dispatch_us: probe.map(|p| p.dispatch_us),
-        round_trip_ms: probe.map(|p| p.round_trip_ms),
+        latency: probe.map(|p| p.latency),
+        gpu_gb_s: probe.and_then(|p| p.gpu_read_gb_s),
+        gpu_dispatch_us: probe.and_then(|p| p.gpu_dispatch_us),
         dispatches: m.backend.dispatches_per_token.filter(|_| probe.is_some()),
         tok_s,
         tokens,
@@ -106,12 +108,14 @@ fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
                 <dt>"Adapter"</dt><dd data-testid="speed-adapter">{result.adapter.clone()}</dd>
                 <dt>"Browser"</dt><dd data-testid="speed-browser">{result.browser.clone()}</dd>
                 <dt>"Model"</dt><dd>{result.model.clone()}</dd>
-                <dt>"Read bandwidth"</dt><dd><span data-testid="speed-gbs">{opt(result.gb_s, 2)}</span>" GB/s (probe)"</dd>
+                <dt>"Read bandwidth"</dt><dd><span data-testid="speed-gbs">{opt(result.gb_s, 2)}</span>" GB/s (probe)"
+                    {result.gpu_gb_s.map(|g| view! { ", "<span data-testid="speed-gpu-gbs">{format!("{g:.2}")}</span>" GB/s on the GPU's clock" })}</dd>
                 <dt>"Decode"</dt><dd><span data-testid="speed-tok-s">{format!("{:.1}", result.tok_s)}</span>
                     {result.over()}</dd>
                 <dt>"MBU"</dt><dd data-testid="speed-mbu">{result.mbu().map_or("– (no GPU probe on the CPU engine)".into(), |m| format!("{:.0} %", 100.0 * m))}</dd>
-                <dt>"Cost per dispatch"</dt><dd><span data-testid="speed-dispatch">{opt(result.dispatch_us, 1)}</span>" µs"</dd>
-                <dt>"Submit + read-back"</dt><dd><span data-testid="speed-round-trip">{opt(result.round_trip_ms, 2)}</span>" ms"</dd>
+                <dt>"Cost per dispatch"</dt><dd><span data-testid="speed-dispatch">{opt(result.dispatch_us, 1)}</span>" µs"
+                    {result.gpu_dispatch_us.map(|g| view! { ", "<span data-testid="speed-gpu-dispatch">{format!("{g:.1}")}</span>" µs on the GPU's clock" })}</dd>
+                <dt>"Completion latency"</dt><dd data-testid="speed-latency">{result.latency_text()}</dd>
                 <dt>"Floor model"</dt><dd data-testid="speed-floor">{floor.map_or("– (needs the GPU probe)".into(), |(_, f)| format!("{:.1} tok/s: {:.3} ms of bytes + {:.3} ms of fixed cost a token", f.tok_s, f.bytes_s * 1e3, f.fixed_s * 1e3))}</dd>
                 <dt>"Among the presets"</dt><dd data-testid="speed-placement">{result.placement().unwrap_or_else(|| "–".into())}</dd>
             </dl>
@@ -147,7 +151,7 @@ pub fn SpeedPanel(
     view! {
         <section class="card speed" id="speed" aria-labelledby="speed-h">
             <h2 id="speed-h">"Speed check"</h2>
-            <p class="explain">"Measures this device: how fast its GPU reads memory (a streaming kernel shaped like the model's), "
+            <p class="explain">"Measures this device: how fast its GPU reads memory (a streaming kernel shaped like the model's) and what one more dispatch costs, each from the difference between a short and a long submit, so the browser's wait for the GPU is not counted in them; that wait is the completion latency, measured on its own; "
                 {format!("then decodes {DECODE_TOKENS} tokens of the loaded model (fewer where that takes over {DECODE_SECONDS:.0} s). MBU says how much of that bandwidth decoding uses.")}</p>
             <button class="primary" data-testid="speed-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the speed check"</button>
             <p class="caption" data-testid="speed-stage" aria-live="polite">{move || match state.speed.get() {

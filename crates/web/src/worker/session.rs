@@ -32,6 +32,10 @@ use wasm_bindgen::JsCast;
 /// KV cache (377 MB) is more than a browser tab should take for a playground.
 const MAX_CONTEXT: usize = 2048;
 
+/// Pairs of submits per probe figure: three medians a few seconds where completions wait on a
+/// 100 ms tick (each long submit then takes ≈ 2 s), well under a second elsewhere.
+const PROBE_RUNS: usize = 3;
+
 /// The largest re-encoded model the precision dial builds in a tab (the bytes live in the
 /// worker's memory, and once more on the GPU).
 const DIAL_BUDGET: u64 = 768_000_000;
@@ -360,13 +364,15 @@ impl Worker {
     async fn probe(&mut self) -> Result<(), String> {
         match self.loaded.as_ref().map(|l| &l.runner) {
             Some(Runner::Gpu(e)) => {
-                let r = tokscope_gpu::probe::run_async(&e.ctx, 7, &now_s)
+                let r = tokscope_gpu::probe::run_async(&e.ctx, PROBE_RUNS, &now_s)
                     .await
                     .map_err(|e| format!("the bandwidth probe failed: {e}"))?;
                 post(&FromWorker::Probe(ProbeReport {
                     read_gb_s: r.read_gb_s,
                     dispatch_us: r.dispatch_us,
-                    round_trip_ms: r.round_trip_ms,
+                    latency: r.latency,
+                    gpu_read_gb_s: r.gpu_clock.map(|g| g.read_gb_s),
+                    gpu_dispatch_us: r.gpu_clock.map(|g| g.dispatch_us),
                 }));
                 Ok(())
             }
