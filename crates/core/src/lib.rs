@@ -18,6 +18,7 @@ pub mod model;
 pub mod presets;
 pub mod prompt;
 pub mod quant;
+pub mod record;
 pub mod requant;
 pub mod roofline;
 pub mod sampling;

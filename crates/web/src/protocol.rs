@@ -103,6 +103,9 @@ pub struct GenerateRequest {
     /// Keep decoding past end-of-text (the speed check's fixed-length decode).
     #[serde(default)]
     pub ignore_eos: bool,
+    /// The page's number for this request, echoed in its [`FromWorker::Done`].
+    #[serde(default)]
+    pub run: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,9 +143,12 @@ pub enum ToWorker {
         text: String,
         model: Option<String>,
     },
-    /// Destroys the GPU device, to exercise recovery from a lost device (tests, and a
-    /// "simulate" button for the curious).
-    LoseDevice,
+    /// Destroys the GPU device, to exercise recovery from a lost device (tests, and two
+    /// "simulate" buttons for the curious); without `gpu_after` the recovery finds no GPU and
+    /// lands on the CPU engine.
+    LoseDevice {
+        gpu_after: bool,
+    },
 }
 
 /// The engine that runs, as the backend badge shows it.
@@ -202,6 +208,19 @@ pub enum Phase {
     /// Re-encoding the weights (the precision dial).
     Encode,
     Upload,
+}
+
+impl Phase {
+    /// What the page's status line says while it lasts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Download => "Downloading the model",
+            Phase::Cache => "Looking in the model cache",
+            Phase::Parse => "Reading the GGUF",
+            Phase::Encode => "Re-encoding the weights",
+            Phase::Upload => "Uploading the weights to the GPU",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -265,6 +284,9 @@ pub enum FromWorker {
         words: usize,
     },
     Done {
+        /// The request it answers ([`GenerateRequest::run`]).
+        #[serde(default)]
+        run: u32,
         generated: usize,
         reason: StopReason,
     },
@@ -324,7 +346,7 @@ impl ToWorker {
             ToWorker::Load { .. } => Request::Load,
             ToWorker::Generate(_) | ToWorker::Stop => Request::Generate,
             ToWorker::ListCache | ToWorker::Forget { .. } => Request::Cache,
-            ToWorker::LoseDevice => Request::Recover,
+            ToWorker::LoseDevice { .. } => Request::Recover,
             ToWorker::Probe => Request::Probe,
             ToWorker::BatchDial { .. } => Request::BatchDial,
             ToWorker::Requantize { .. } => Request::Requantize,
@@ -370,6 +392,7 @@ mod tests {
             sampling: SamplingParams::default(),
             max_tokens: 32,
             ignore_eos: false,
+            run: 7,
         });
         assert_eq!(parse::<ToWorker>(&m.to_json()).unwrap(), m);
         let f = FromWorker::Progress {

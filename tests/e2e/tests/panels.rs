@@ -77,8 +77,23 @@ async fn the_running_model_appears_on_the_roofline_and_in_the_agent_panel() {
         pipe.contains("16.06 GB per token") && pipe.contains("at most 62 tokens per second"),
         "{pipe}"
     );
-    assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.screenshot(&screenshot_path("roofline-measured.png")).await.unwrap();
+
+    // Another model loaded (the served model again, from the cache): what was measured
+    // belonged to the one before. No "you" point, no measured MBU, and the guided path's first
+    // step waits for a run.
+    b.click("model-shipped-load").await;
+    b.wait_for(site::READY, WAIT).await.unwrap();
+    let points = b
+        .eval("return document.querySelectorAll('[data-testid=roof-chart] .pt-decode circle').length;")
+        .await;
+    assert_eq!(points, 0);
+    assert!(!b.text("roof-mbu").await.contains('%'));
+    b.eval("location.hash = '#/guide/1'; return 0;").await;
+    b.wait_for(&site::text_starts("lesson-finding", "Not measured yet"), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }
 
@@ -247,9 +262,12 @@ async fn the_precision_dial_reencodes_decodes_and_restores() {
     let server = serve_dist();
     let b = Browser::launch(false, 1280, 1000).await.unwrap();
     b.client
-        .goto(&server.url("index.html?backend=cpu#/speed?model_preset=loaded"))
+        .goto(&server.url(
+            "index.html?backend=cpu&prompt=Hello&max_tokens=16&temperature=0&autorun=1#/speed?model_preset=loaded",
+        ))
         .await
         .unwrap();
+    b.wait_for(site::DONE, Duration::from_secs(240)).await.unwrap();
     b.wait_for(
         "!document.querySelector('[data-testid=dial-run]').disabled",
         Duration::from_secs(240),
@@ -259,7 +277,26 @@ async fn the_precision_dial_reencodes_decodes_and_restores() {
     let bytes_before = b
         .eval("return document.querySelector('[data-testid=roof-bytes]').textContent;")
         .await;
+    let you = "return document.querySelector('[data-testid=roof-chart] .pt-decode text').textContent;";
+    let you_before = b.eval(you).await;
     b.click("dial-run").await;
+    // While the dial runs, no other run can start, and each button says why.
+    b.wait_for(&site::text_starts("dial-stage", "Decoding"), WAIT)
+        .await
+        .unwrap();
+    for (button, why) in [
+        ("generate", "generate-why"),
+        ("speed-run", "speed-why"),
+        ("batch-run", "batch-why"),
+    ] {
+        let disabled = b
+            .eval(&format!(
+                "return document.querySelector('[data-testid={button}]').disabled;"
+            ))
+            .await;
+        assert_eq!(disabled, true, "{button} while the dial runs");
+        assert_eq!(b.text(why).await, "waiting: the precision dial is running");
+    }
     b.wait_for(&text_is("dial-stage", "Done."), Duration::from_secs(600))
         .await
         .unwrap();
@@ -295,6 +332,9 @@ async fn the_precision_dial_reencodes_decodes_and_restores() {
         .eval("return document.querySelector('[data-testid=roof-bytes]').textContent;")
         .await;
     assert_eq!(bytes_before, bytes_after);
+    // The roofline's "you" is still the generated run, at the file's own encoding: no dial
+    // point (F32 last) paired with the restored file's bytes.
+    assert_eq!(b.eval(you).await, you_before);
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.screenshot(&screenshot_path("precision-dial.png")).await.unwrap();
     b.close().await;

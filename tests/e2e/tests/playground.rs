@@ -71,7 +71,7 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
     let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
     b.client
-        .goto(&server.url("index.html?max_tokens=16&temperature=0&backend=gpu"))
+        .goto(&server.url("index.html?max_tokens=16&temperature=0&backend=gpu#/run?model_preset=loaded"))
         .await
         .unwrap();
     b.wait_for(READY, RUN_TIMEOUT).await.unwrap();
@@ -116,6 +116,30 @@ async fn decode_keeps_the_page_responsive_and_a_lost_device_recovers() {
     b.click("generate").await;
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
     assert_eq!(b.text("output").await, first, "greedy text after recovery");
+    assert_eq!(b.value("roof-kv-bits").await, "16", "WebGPU's KV cache is f16");
+
+    // Lost for good: the engine comes back on the CPU, and every figure follows it — the KV
+    // cache's bits (f32 there), and nothing measured on the lost GPU left on show.
+    b.click("lose-gpu-for-good").await;
+    b.wait_for(
+        "document.querySelector('[data-testid=notice]')?.textContent.includes('running on CPU')",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    b.wait_for(
+        "document.querySelector('[data-testid=roof-kv-bits]').value === '32'",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let points = b
+        .eval("return document.querySelectorAll('[data-testid=roof-chart] .pt-decode circle').length;")
+        .await;
+    assert_eq!(points, 0, "the lost engine's rate is not this engine's");
+    b.click("generate").await;
+    b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
+    assert_eq!(b.text("output").await, first, "greedy text on the CPU engine");
     assert_eq!(b.page_errors().await, Vec::<String>::new());
     b.close().await;
 }

@@ -2,41 +2,17 @@
 //! of them together — latency against throughput, on the engine the page loaded (WebGPU or the
 //! CPU engine), whose name the panel shows.
 
-use super::link::send;
 use super::state::State;
-use crate::protocol::ToWorker;
 use leptos::prelude::*;
-
-pub const BATCHES: [usize; 5] = [1, 2, 4, 8, 16];
-/// Decode steps per batch size.
-pub const BATCH_TOKENS: usize = 16;
-
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct BatchDial {
-    pub running: bool,
-    /// (batch, per-user tok/s, aggregate tok/s)
-    pub points: Vec<(usize, f64, f64)>,
-}
-
-pub fn start(state: State) {
-    state.batch.set(BatchDial {
-        running: true,
-        points: vec![],
-    });
-    state.status.set("Batch dial: decoding…".into());
-    send(
-        &ToWorker::BatchDial {
-            batches: BATCHES.to_vec(),
-            tokens: BATCH_TOKENS,
-        },
-        None,
-    );
-}
 
 #[component]
 pub fn BatchPanel(state: State) -> impl IntoView {
-    let ready = move || state.model.get().is_some() && !state.running.get() && !state.batch.get().running;
-    let top = move || state.batch.with(|b| b.points.iter().map(|p| p.2).fold(1e-9, f64::max));
+    let ready = move || state.busy().is_none();
+    let top = move || {
+        state
+            .batch
+            .with(|b| b.points.iter().filter_map(|p| p.aggregate_tok_s()).fold(1e-9, f64::max))
+    };
     view! {
         <div class="dial" data-testid="batch">
             <h3>"Batch dial"</h3>
@@ -44,10 +20,11 @@ pub fn BatchPanel(state: State) -> impl IntoView {
                 "bandwidth-bound, the total rate grows almost with the batch while one user's rate barely moves; where arithmetic "
                 "binds, both move less. This runs on the engine the page loaded: "
                 <span data-testid="batch-backend">{move || state.model.get().map(|m| m.backend.label).unwrap_or_default()}</span>"."</p>
-            <button data-testid="batch-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the batch dial"</button>
+            <button data-testid="batch-run" disabled=move || !ready() on:click=move |_| state.start_batch()>"Run the batch dial"</button>
+            <super::Why state testid="batch-why"/>
             <div class="table-wrap" tabindex="0" role="region" aria-label="batch dial results"><table class="dial-table">
                 <thead><tr><th>"Batch"</th><th>"Per user tok/s"</th><th>"Aggregate tok/s"</th><th class="bars-h">"(bars: aggregate, per user)"</th></tr></thead>
-                <tbody>{move || state.batch.get().points.into_iter().map(|(b, user, all)| view! {
+                <tbody>{move || state.batch.get().points.into_iter().map(|p| (p.batch(), p.tok_s.unwrap_or(0.0), p.aggregate_tok_s().unwrap_or(0.0))).map(|(b, user, all)| view! {
                     <tr data-testid=format!("batch-row-{b}")>
                         <td>{b}</td>
                         <td data-testid=format!("batch-user-{b}")>{format!("{user:.1}")}</td>

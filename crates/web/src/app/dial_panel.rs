@@ -4,144 +4,30 @@
 //! bytes per token over the ceiling the probe's bandwidth sets, listed fewest bytes first.
 //! Then the file's own encoding is restored.
 
-use super::link::send;
 use super::state::State;
+use super::state::apply::DIAL_TOKENS;
+use super::state::stages::DialStage as Stage;
 use crate::chart::{self, BOTTOM, HEIGHT, LEFT, RIGHT, TOP, WIDTH};
-use crate::protocol::{ModelInfo, ToWorker};
 use leptos::prelude::*;
+use tokscope_core::record::RunRecord;
 use tokscope_core::requant::DIAL;
 
-/// Tokens decoded at each precision.
-pub const DIAL_TOKENS: usize = 32;
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
-    Idle,
-    /// Re-encoding (then uploading) DIAL[i].
-    Encoding(usize),
-    Decoding(usize),
-    /// Back to the file's own encoding.
-    Restoring,
-    Done,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Point {
-    pub precision: &'static str,
-    pub bytes_per_token: u64,
-    pub tok_s: f64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Dial {
-    pub stage: Stage,
-    pub points: Vec<Point>,
-    /// Precisions that could not run here, with why.
-    pub skipped: Vec<String>,
-}
-
-impl Default for Dial {
-    fn default() -> Self {
-        Self {
-            stage: Stage::Idle,
-            points: vec![],
-            skipped: vec![],
-        }
-    }
-}
-
-fn encode(state: State, i: usize) {
-    state.dial.update(|d| d.stage = Stage::Encoding(i));
-    state
-        .status
-        .set(format!("Precision dial: re-encoding the weights as {}…", DIAL[i]));
-    send(
-        &ToWorker::Requantize {
-            precision: Some(DIAL[i].name().into()),
-        },
-        None,
-    );
-}
-
-/// Starts from the first precision. The ceiling curve uses the speed check's probe, when it
-/// has run (the dial does not run the probe itself: on a CPU engine there is none).
-pub fn start(state: State) {
-    state.dial.set(Dial::default());
-    encode(state, 0);
-}
-
-/// The next step after the model is ready at the stage's precision.
-pub fn on_ready(state: State) {
-    match state.dial.get_untracked().stage {
-        Stage::Encoding(i) => {
-            state.dial.update(|d| d.stage = Stage::Decoding(i));
-            super::speed_panel::fixed_decode(state, DIAL_TOKENS);
-            state
-                .status
-                .set(format!("Precision dial: decoding {DIAL_TOKENS} tokens at {}…", DIAL[i]));
-        }
-        Stage::Restoring => state.dial.update(|d| d.stage = Stage::Done),
-        _ => {}
-    }
-}
-
-fn next(state: State, i: usize) {
-    match i + 1 < DIAL.len() {
-        true => encode(state, i + 1),
-        false => {
-            state.dial.update(|d| d.stage = Stage::Restoring);
-            send(&ToWorker::Requantize { precision: None }, None);
-        }
-    }
-}
-
-/// A decode finished: record its point and move on.
-pub fn on_done(state: State, info: Option<ModelInfo>) {
-    if let Stage::Decoding(i) = state.dial.get_untracked().stage {
-        let tok_s = state.meter.with_untracked(|m| m.mean_tok_s());
-        if let (Some(tok_s), Some(info)) = (tok_s, info) {
-            state.dial.update(|d| {
-                d.points.push(Point {
-                    precision: DIAL[i].name(),
-                    bytes_per_token: info.bytes_per_token,
-                    tok_s,
-                });
-                d.points.sort_by_key(|p| p.bytes_per_token);
-            });
-        }
-        next(state, i);
-    }
-}
-
-/// A precision that failed (too big for this page or device) is skipped, not the whole dial.
-/// Returns whether the dial took the error.
-pub fn on_error(state: State, message: &str) -> bool {
-    match state.dial.get_untracked().stage {
-        Stage::Encoding(i) | Stage::Decoding(i) => {
-            state.dial.update(|d| d.skipped.push(format!("{}: {message}", DIAL[i])));
-            next(state, i);
-            true
-        }
-        Stage::Restoring => {
-            state.dial.update(|d| {
-                d.skipped.push(format!("restoring the file's encoding: {message}"));
-                d.stage = Stage::Done;
-            });
-            false
-        }
-        _ => false,
-    }
+/// The precision a dial point was decoded at.
+pub fn precision(r: &RunRecord) -> String {
+    r.context.encoding.clone().unwrap_or_default()
 }
 
 #[component]
 pub fn DialPanel(state: State) -> impl IntoView {
-    let busy = move || !matches!(state.dial.get().stage, Stage::Idle | Stage::Done);
-    let ready = move || state.model.get().is_some() && !state.running.get() && !busy();
+    let ready = move || state.busy().is_none();
     let probe_gb_s = move || state.probe.get().map(|p| p.read_gb_s);
     let plot = Memo::new(move |_| {
-        let pts: Vec<(f64, f64)> = state
-            .dial
-            .with(|d| d.points.iter().map(|p| (p.bytes_per_token as f64, p.tok_s)).collect());
+        let pts: Vec<(f64, f64)> = state.dial.with(|d| {
+            d.points
+                .iter()
+                .filter_map(|p| Some((p.context.bytes_per_token as f64, p.tok_s?)))
+                .collect()
+        });
         chart::dial(&pts, probe_gb_s().map(|g| g * 1e9))
     });
     view! {
@@ -153,7 +39,8 @@ pub fn DialPanel(state: State) -> impl IntoView {
                 <p class="note">"On the CPU engine, unpacking each format costs arithmetic as well as bytes (F16 most of all, "
                     "with no half-precision instructions in WebAssembly), so the points need not follow the bytes."</p>
             </Show>
-            <button data-testid="dial-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the precision dial"</button>
+            <button data-testid="dial-run" disabled=move || !ready() on:click=move |_| state.start_dial()>"Run the precision dial"</button>
+            <super::Why state testid="dial-why"/>
             <p class="caption" data-testid="dial-stage" aria-live="polite">{move || match state.dial.get().stage {
                 Stage::Idle => String::new(),
                 Stage::Encoding(i) => format!("Re-encoding as {}…", DIAL[i]),
@@ -164,15 +51,17 @@ pub fn DialPanel(state: State) -> impl IntoView {
             <div class="table-wrap" tabindex="0" role="region" aria-label="precision dial results"><table class="dial-table">
                 <thead><tr><th>"Precision"</th><th>"MB per token"</th><th>"Decode tok/s"</th><th>"Effective GB/s"</th><th>"Ceiling tok/s"</th><th>"of ceiling"</th></tr></thead>
                 <tbody>{move || state.dial.get().points.into_iter().map(|p| {
-                    let ceiling = probe_gb_s().map(|g| g * 1e9 / p.bytes_per_token as f64);
+                    let bytes = p.context.bytes_per_token as f64;
+                    let ceiling = probe_gb_s().map(|g| g * 1e9 / bytes);
+                    let (name, tok_s) = (precision(&p), p.tok_s.unwrap_or(f64::NAN));
                     view! {
-                        <tr data-testid=format!("dial-row-{}", p.precision)>
-                            <td>{p.precision}</td>
-                            <td>{format!("{:.1}", p.bytes_per_token as f64 / 1e6)}</td>
-                            <td data-testid=format!("dial-tok-s-{}", p.precision)>{format!("{:.1}", p.tok_s)}</td>
-                            <td>{format!("{:.2}", p.tok_s * p.bytes_per_token as f64 / 1e9)}</td>
+                        <tr data-testid=format!("dial-row-{name}")>
+                            <td>{name.clone()}</td>
+                            <td>{format!("{:.1}", bytes / 1e6)}</td>
+                            <td data-testid=format!("dial-tok-s-{name}")>{format!("{tok_s:.1}")}</td>
+                            <td>{p.effective_gb_s().map_or("–".into(), |g| format!("{g:.2}"))}</td>
                             <td>{ceiling.map_or("–".into(), |c| format!("{c:.1}"))}</td>
-                            <td>{ceiling.map_or("–".into(), |c| format!("{:.0} %", 100.0 * p.tok_s / c))}</td>
+                            <td>{ceiling.map_or("–".into(), |c| format!("{:.0} %", 100.0 * tok_s / c))}</td>
                         </tr>
                     }
                 }).collect_view()}</tbody>

@@ -29,7 +29,7 @@ pub fn go(step: RwSignal<usize>, n: usize) {
 /// Step `n`'s sentence from what the page has measured, or `None` before its experiment ran.
 fn finding(state: State, n: usize) -> Option<String> {
     let model = state.model.get();
-    let rate = state.rate.get();
+    let rate = state.own_run.get().and_then(|r| Some((r.tok_s?, r.tokens)));
     let probe = state.probe.get().map(|p| p.read_gb_s);
     match n {
         1 => {
@@ -43,14 +43,23 @@ fn finding(state: State, n: usize) -> Option<String> {
         3 => lesson::bandwidth(probe, model?.bytes_per_token, rate.map_or(0.0, |r| r.0)),
         4 => lesson::ceiling(model?.bytes_per_token, probe?, rate?.0),
         5 => state.dial.with(|d| {
+            let names: Vec<String> = d.points.iter().map(super::dial_panel::precision).collect();
             let points: Vec<_> = d
                 .points
                 .iter()
-                .map(|p| (p.precision, p.bytes_per_token, p.tok_s))
+                .zip(&names)
+                .filter_map(|(p, name)| Some((name.as_str(), p.context.bytes_per_token, p.tok_s?)))
                 .collect();
             lesson::precision(&points)
         }),
-        6 => state.batch.with(|b| lesson::batch(&b.points)),
+        6 => state.batch.with(|b| {
+            let points: Vec<_> = b
+                .points
+                .iter()
+                .filter_map(|p| Some((p.batch() as usize, p.tok_s?, p.aggregate_tok_s()?)))
+                .collect();
+            lesson::batch(&points)
+        }),
         7 => {
             let shape = state.agent.with(|a| a.shape);
             lesson::agent(rate?.0, shape.steps, shape.output_tokens + shape.reasoning_tokens)

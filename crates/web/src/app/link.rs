@@ -1,15 +1,10 @@
-//! The page's end of the worker: spawning it, sending typed messages, and turning what it
-//! posts into state updates.
+//! The page's end of the worker: spawning it and turning what it posts into state updates
+//! (requests go out through port.rs).
 
 use super::state::State;
-use crate::protocol::{FromWorker, Phase, ToWorker, parse};
-use std::cell::RefCell;
+use crate::protocol::{FromWorker, parse};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
-
-thread_local! {
-    static WORKER: RefCell<Option<web_sys::Worker>> = const { RefCell::new(None) };
-}
 
 /// build-web's loader for the worker binary, content-hashed and named in the page's
 /// `<meta name="tokscope-worker">` (relative to the page's base, so a sub-path works).
@@ -42,29 +37,6 @@ pub fn spawn(state: State) -> Result<(), String> {
     });
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     on_error.forget();
-    WORKER.with(|w| *w.borrow_mut() = Some(worker));
+    super::port::install(worker);
     Ok(())
-}
-
-/// Posts a message, with a file beside it when one is picked.
-pub fn send(msg: &ToWorker, file: Option<&web_sys::File>) {
-    WORKER.with(|w| {
-        if let Some(w) = w.borrow().as_ref() {
-            let json = JsValue::from_str(&msg.to_json());
-            let _ = match file {
-                Some(f) => w.post_message(&js_sys::Array::of2(&json, f)),
-                None => w.post_message(&json),
-            };
-        }
-    });
-}
-
-pub fn phase_name(p: Phase) -> &'static str {
-    match p {
-        Phase::Download => "Downloading the model",
-        Phase::Cache => "Looking in the model cache",
-        Phase::Parse => "Reading the GGUF",
-        Phase::Encode => "Re-encoding the weights",
-        Phase::Upload => "Uploading the weights to the GPU",
-    }
 }

@@ -1,6 +1,7 @@
-//! The decode meter beside the text: live and mean tok/s, time to first token, prefill tok/s,
-//! tokens generated, a per-token latency sparkline, and the rate in words per minute against
-//! the reading line. The figures come from `tokscope_core::meter`.
+//! The decode meter beside the text: live and mean tok/s, time to first token, total response
+//! time, prefill tok/s, tokens generated, a per-token latency sparkline, and the rate in words
+//! per minute against the reading line. The figures come from `tokscope_core::meter`; once a
+//! run ends they are its record's, and the meter says which run that was.
 
 use super::state::State;
 use leptos::prelude::*;
@@ -63,6 +64,21 @@ pub fn Meter(state: State) -> impl IntoView {
     // The bar's scale: the reading line sits at a quarter unless the rate is far above it.
     let scale = move || (READING_WPM * 4.0).max(wpm().unwrap_or(0.0) * 1.1);
     let latest_ms = move || state.meter.with(|m| m.latencies().last().map(|s| s * 1e3));
+    // Time to first token + every later token's time: live while a run goes, then its record's.
+    let total_s = move || match (state.generating(), state.last_run.get()) {
+        (false, Some(r)) => r.total_s,
+        _ => state.ttft_s.get().map(|t| t + state.meter.with(|m| m.total_s())),
+    };
+    let whose = move || match (state.in_flight.get(), state.last_run.get()) {
+        (Some(f), _) => format!("Now: {}.", f.kind.what()),
+        (None, Some(r)) => format!(
+            "Last run: {}, {} on {}.",
+            r.kind.what(),
+            r.context.model,
+            r.context.engine
+        ),
+        (None, None) => String::new(),
+    };
     view! {
         <section class="card meter" aria-labelledby="meter-h">
             <h2 id="meter-h">"Decode meter"</h2>
@@ -74,12 +90,15 @@ pub fn Meter(state: State) -> impl IntoView {
                 <dt>"Mean"</dt><dd><span data-testid="tok-s-mean">{move || fmt(mean(), 1)}</span>" tok/s"</dd>
                 <dt>"Time to first token"</dt>
                 <dd><span data-testid="ttft">{move || fmt(state.ttft_s.get().map(|s| s * 1e3), 0)}</span>" ms"</dd>
+                <dt>"Total response time"</dt>
+                <dd><span data-testid="total-time">{move || fmt(total_s(), 2)}</span>" s"</dd>
                 <dt>"Prefill"</dt>
                 <dd><span data-testid="prefill-tok-s">{move || fmt(state.prefill_tok_s.get(), 1)}</span>" tok/s"
                     {move || state.prompt_tokens.get().map(|n| format!(" ({n} prompt tokens)"))}</dd>
                 <dt>"Tokens generated"</dt><dd data-testid="generated">{move || state.generated.get()}</dd>
                 <dt>"Last token"</dt><dd>{move || fmt(latest_ms(), 1)}" ms"</dd>
             </dl>
+            <p class="caption" data-testid="meter-run">{whose}</p>
             <svg class="spark" viewBox="0 0 200 40" preserveAspectRatio="none" role="img"
                 aria-label="latency of each generated token (taller is slower)">
                 <polyline points=move || state.meter.with(|m| spark_points(m.latencies()))/>

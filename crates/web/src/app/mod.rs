@@ -10,6 +10,7 @@ mod guide;
 mod link;
 mod meter;
 mod model_panel;
+mod port;
 mod roofline_panel;
 mod run_panel;
 mod share;
@@ -111,8 +112,8 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     }
     // A run in progress ends first (at its next token) rather than holding the load back
     // until it finishes; its text so far stays on the page.
-    if state.running.get_untracked() {
-        link::send(&ToWorker::Stop, None);
+    if state.generating_untracked() {
+        port::send(&ToWorker::Stop, None);
     }
     state.model.set(None);
     state.error.set(None);
@@ -122,7 +123,7 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
         state.settings.update(|s| s.model = (m != DEFAULT_MODEL).then_some(m));
     }
     let backend = state.settings.get_untracked().backend;
-    link::send(&ToWorker::Load { source, backend }, file);
+    port::send(&ToWorker::Load { source, backend }, file);
 }
 
 pub fn start() {
@@ -137,7 +138,7 @@ pub fn start() {
     } = url_settings(&route);
     errors.extend(route_error);
     let header_only = route.embed && route.panel == Some(Panel::Tokens);
-    let state = State::new(run, roofline, agent, tokens_panel::Tokens::new(text, header_only));
+    let state = State::new(run, roofline, agent, state::stages::Tokens::new(text, header_only));
     // A shared speed-check result (`#/speed?tok_s=…`) shows as its card.
     let shared = (route.panel == Some(Panel::Speed))
         .then(|| SpeedResult::from_pairs(query_pairs(&route.query).iter().map(|(k, v)| (k.as_str(), v.as_str()))))
@@ -235,7 +236,7 @@ fn start_effects(state: State) {
             .model
             .unwrap_or_else(|| DEFAULT_MODEL.into());
         load(state, ModelSource::from_setting(&url), None);
-        link::send(&ToWorker::ListCache, None);
+        port::send(&ToWorker::ListCache, None);
         true
     });
     // autorun=1: generate as soon as the model is ready, once.
@@ -259,6 +260,13 @@ fn Messages(state: State) -> impl IntoView {
             <p class="error" role="alert" data-testid="error">{move || state.error.get().unwrap_or_default()}</p>
         </Show>
     }
+}
+
+/// Why a panel's start button is disabled, beside it: another run is in flight, or the model
+/// is still loading.
+#[component]
+fn Why(state: State, testid: &'static str) -> impl IntoView {
+    view! { <span class="caption why" data-testid=testid aria-live="polite">{move || state.busy().unwrap_or_default()}</span> }
 }
 
 #[component]

@@ -1,8 +1,8 @@
 //! The model card: what is loaded (size, bytes read per token), the load progress (MB done,
 //! MB/s, time left), another model from a file, a drop or a URL, and the cache with "forget".
 
-use super::link::{phase_name, send};
 use super::load;
+use super::port::send;
 use super::state::{Loading, State};
 use crate::protocol::{MemoryReport, ModelSource, SYNTHETIC_CHOICES, ToWorker};
 use leptos::prelude::*;
@@ -16,7 +16,7 @@ fn load_file(state: State, file: web_sys::File) {
 
 fn progress_text(l: &Loading) -> String {
     let t = transfer(l.done, l.total, l.now - l.since);
-    let mut s = format!("{}: {:.1}", phase_name(l.phase), t.done_mb);
+    let mut s = format!("{}: {:.1}", l.phase.name(), t.done_mb);
     if let Some(total) = t.total_mb {
         s += &format!(" of {total:.1}");
     }
@@ -145,8 +145,11 @@ pub fn ModelPanel(state: State) -> impl IntoView {
                 <p class="caption" data-testid="cache-note">{move || state.cache_note.get()}</p>
             </details>
             <button type="button" class="quiet" disabled=move || !state.model.get().is_some_and(|m| m.backend.gpu)
-                on:click=move |_| send(&ToWorker::LoseDevice, None)
+                on:click=move |_| send(&ToWorker::LoseDevice { gpu_after: true }, None)
                 title="destroys the GPU device to show that the engine recovers">"Simulate a lost GPU device"</button>
+            <button type="button" class="quiet" data-testid="lose-gpu-for-good" disabled=move || !state.model.get().is_some_and(|m| m.backend.gpu)
+                on:click=move |_| send(&ToWorker::LoseDevice { gpu_after: false }, None)
+                title="destroys the GPU device as if no GPU were left: the engine recovers on the CPU">"Simulate losing the GPU for good"</button>
         </section>
     }
 }

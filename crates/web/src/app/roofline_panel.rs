@@ -21,8 +21,8 @@ use tokscope_core::roofline::{GB, decode_point, mbu, prefill_point};
 const NO_FLOOR: &str = "Run the speed check with the model on WebGPU to see this device's floor: \
                         bytes ÷ its bandwidth plus the fixed cost of every dispatch and the wait for completion.";
 
-/// The running model's measured points: decode (meter mean) and prefill, with decode's MBU
-/// against the panel's bandwidth.
+/// The loaded model's last run at its own precision (a record: its rate with its own bytes):
+/// decode and prefill points, with decode's MBU against the panel's bandwidth.
 #[derive(Clone, Copy, PartialEq)]
 struct Measured {
     decode: Option<(f64, f64)>,
@@ -31,23 +31,23 @@ struct Measured {
 }
 
 fn measured(state: State, bandwidth_gb_s: f64) -> Measured {
-    let Some(m) = state.model.get() else {
-        return Measured {
-            decode: None,
-            prefill: None,
-            mbu: None,
-        };
+    let none = Measured {
+        decode: None,
+        prefill: None,
+        mbu: None,
     };
-    let p = m.parameters as f64;
-    let tok_s = state.meter.with(|x| x.mean_tok_s());
-    let prefill = match (state.prefill_tok_s.get(), state.prompt_tokens.get()) {
-        (Some(r), Some(n)) if n > 0 => Some(prefill_point(p, m.weight_bytes as f64, n as u64, r)),
+    let (Some(m), Some(r)) = (state.model.get(), state.own_run.get()) else {
+        return none;
+    };
+    let (p, bytes) = (m.parameters as f64, r.context.bytes_per_token as f64);
+    let prefill = match (r.prefill_tok_s, r.prompt_tokens) {
+        (Some(rate), Some(n)) if n > 0 => Some(prefill_point(p, r.context.weight_bytes as f64, n as u64, rate)),
         _ => None,
     };
     Measured {
-        decode: tok_s.map(|t| decode_point(p, m.bytes_per_token as f64, t)),
+        decode: r.tok_s.map(|t| decode_point(p, bytes, t)),
         prefill,
-        mbu: tok_s.and_then(|t| mbu(t, m.bytes_per_token as f64, bandwidth_gb_s * GB)),
+        mbu: r.tok_s.and_then(|t| mbu(t, bytes, bandwidth_gb_s * GB)),
     }
 }
 
@@ -263,11 +263,12 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
                         view! { <g class=class><circle cx=x cy=y r="5"/><text x=lx y=ly text-anchor=anchor>{label}</text></g> }
                     });
                     let (bw, tflops) = settings.with(|s| (s.bandwidth_gb_s, s.tflops));
-                    let decode = state.meter.with(|m| m.mean_tok_s()).map_or(String::new(), |t| match meas.get().mbu {
+                    let run = state.own_run.get();
+                    let decode = run.as_ref().and_then(|r| r.tok_s).map_or(String::new(), |t| match meas.get().mbu {
                         Some(u) => format!("you: {t:.1} tok/s ({:.0} % MBU)", 100.0 * u),
                         None => format!("you: {t:.1} tok/s"),
                     });
-                    let prefill = state.prefill_tok_s.get().map_or(String::new(), |t| format!("prefill: {t:.0} tok/s"));
+                    let prefill = run.and_then(|r| r.prefill_tok_s).map_or(String::new(), |t| format!("prefill: {t:.0} tok/s"));
                     let roof = match tflops {
                         Some(t) => format!("roof: {bw} GB/s × intensity, up to {t} TFLOP/s"),
                         None => format!("roof: {bw} GB/s × intensity"),

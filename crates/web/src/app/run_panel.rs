@@ -2,7 +2,7 @@
 //! streamed text (rendered as text, never as HTML).
 
 use super::field::Field;
-use super::link::send;
+use super::port::send;
 use super::share::Share;
 use super::state::State;
 use crate::params::RunSettings;
@@ -10,6 +10,7 @@ use crate::params::Settings;
 use crate::protocol::{GenerateRequest, ToWorker};
 use crate::route::Panel;
 use leptos::prelude::*;
+use tokscope_core::record::RunKind;
 
 pub fn generate(state: State) {
     let s = state.settings.get_untracked();
@@ -17,23 +18,23 @@ pub fn generate(state: State) {
         state.fail(e.to_string());
         return;
     }
-    state.begin_run();
-    send(
-        &ToWorker::Generate(GenerateRequest {
+    state.start_run(
+        RunKind::Generate,
+        GenerateRequest {
             prompt: s.prompt,
             chat: s.chat,
             sampling: s.sampling,
             max_tokens: s.max_tokens,
             ignore_eos: s.ignore_eos,
-        }),
-        None,
+            run: 0,
+        },
     );
 }
 
 #[component]
 pub fn RunPanel(state: State) -> impl IntoView {
-    let ready = move || state.model.get().is_some();
-    let running = move || state.running.get();
+    let busy = move || state.busy();
+    let running = move || state.generating();
     view! {
         <section class="card run" id="run" aria-labelledby="run-h">
             <h2 id="run-h">"Run"</h2>
@@ -42,7 +43,7 @@ pub fn RunPanel(state: State) -> impl IntoView {
                 prop:value=move || state.settings.get().prompt
                 on:input=move |ev| { let v = event_target_value(&ev); state.settings.update(|s| s.prompt = v); }
                 on:keydown=move |ev: leptos::ev::KeyboardEvent| {
-                    if ev.key() == "Enter" && (ev.ctrl_key() || ev.meta_key()) && ready() && !running() {
+                    if ev.key() == "Enter" && (ev.ctrl_key() || ev.meta_key()) && busy().is_none() {
                         generate(state);
                     }
                 }></textarea>
@@ -62,10 +63,11 @@ pub fn RunPanel(state: State) -> impl IntoView {
                 <Field settings=state.settings label="Max tokens" key="max_tokens" id="max_tokens" step="1" get=|s: &RunSettings| s.max_tokens.to_string()/>
             </div>
             <div class="row buttons">
-                <button class="primary" data-testid="generate" disabled=move || !ready() || running()
+                <button class="primary" data-testid="generate" disabled=move || busy().is_some()
                     on:click=move |_| generate(state)>"Generate"</button>
                 <button data-testid="stop" disabled=move || !running()
                     on:click=move |_| send(&ToWorker::Stop, None)>"Stop"</button>
+                <super::Why state testid="generate-why"/>
             </div>
             <h3 class="sr-only">"Output"</h3>
             <pre class="output" data-testid="output" aria-live="off">{move || state.output.get()}</pre>

@@ -3,92 +3,13 @@
 //! browser, GB/s, tok/s, MBU, cost per dispatch, where the device sits among the presets — to
 //! copy as Markdown or share as a link.
 
-use super::link::send;
 use super::share::Share;
 use super::state::State;
-use crate::browser::browser_name;
+use super::state::stages::SpeedStage as Stage;
 use crate::params::Settings;
-use crate::protocol::{GenerateRequest, ToWorker};
 use crate::route::Panel;
-use crate::speed::{DECODE_SECONDS, DECODE_TOKENS, PROMPT, SpeedResult};
+use crate::speed::{DECODE_SECONDS, DECODE_TOKENS, SpeedResult};
 use leptos::prelude::*;
-use tokscope_core::sampling::SamplingParams;
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
-    Idle,
-    Probing,
-    Decoding,
-    Done(SpeedResult),
-    Failed(String),
-}
-
-/// Starts the check: the probe first where a GPU runs the model, else straight to decoding.
-pub fn start(state: State) {
-    match state.model.get_untracked() {
-        Some(m) if m.backend.gpu => {
-            state.speed.set(Stage::Probing);
-            state.status.set("Speed check: measuring read bandwidth…".into());
-            send(&ToWorker::Probe, None);
-        }
-        Some(_) => decode(state),
-        None => state.speed.set(Stage::Failed("no model is loaded yet".into())),
-    }
-}
-
-/// The check's decode: greedy, end-of-text ignored; state.rs stops it early when time is up.
-pub fn decode(state: State) {
-    state.speed.set(Stage::Decoding);
-    fixed_decode(state, DECODE_TOKENS);
-    state
-        .status
-        .set(format!("Speed check: decoding up to {DECODE_TOKENS} tokens…"));
-}
-
-/// A measurement's decode: `tokens` greedy tokens from a fixed prompt, end-of-text ignored
-/// (the speed check and the precision dial).
-pub fn fixed_decode(state: State, tokens: usize) {
-    state.begin_run();
-    send(
-        &ToWorker::Generate(GenerateRequest {
-            prompt: PROMPT.into(),
-            chat: false,
-            sampling: SamplingParams {
-                temperature: 0.0,
-                ..Default::default()
-            },
-            max_tokens: tokens,
-            ignore_eos: true,
-        }),
-        None,
-    );
-}
-
-/// The card's figures once the decode is done.
-pub fn result(state: State) -> Stage {
-    let (tok_s, tokens) = state.meter.with_untracked(|m| (m.mean_tok_s(), m.count()));
-    let (Some(m), Some(tok_s)) = (state.model.get_untracked(), tok_s) else {
-        return Stage::Failed("the decode produced no timed tokens".into());
-    };
-    let probe = state.probe.get_untracked().filter(|_| m.backend.gpu);
-    let ua = web_sys::window()
-        .and_then(|w| w.navigator().user_agent().ok())
-        .unwrap_or_default();
-    Stage::Done(SpeedResult {
-        adapter: m.backend.label.clone(),
-        browser: browser_name(&ua),
-        model: m.name.clone(),
-        gb_s: probe.map(|p| p.read_gb_s),
-        dispatch_us: probe.map(|p| p.dispatch_us),
-        latency: probe.map(|p| p.latency),
-        gpu_gb_s: probe.and_then(|p| p.gpu_read_gb_s),
-        gpu_dispatch_us: probe.and_then(|p| p.gpu_dispatch_us),
-        dispatches: m.backend.dispatches_per_token.filter(|_| probe.is_some()),
-        tok_s,
-        tokens,
-        bytes_per_token: m.bytes_per_token,
-    })
-}
 
 #[component]
 fn Card(result: SpeedResult, shared: bool) -> impl IntoView {
@@ -146,14 +67,14 @@ pub fn SpeedPanel(
     #[prop(default = true)]
     dials: bool,
 ) -> impl IntoView {
-    let busy = move || matches!(state.speed.get(), Stage::Probing | Stage::Decoding);
-    let ready = move || state.model.get().is_some() && !state.running.get() && !busy();
+    let ready = move || state.busy().is_none();
     view! {
         <section class="card speed" id="speed" aria-labelledby="speed-h">
             <h2 id="speed-h">"Speed check"</h2>
             <p class="explain">"Measures this device: how fast its GPU reads memory (a streaming kernel shaped like the model's) and what one more dispatch costs, each from the difference between a short and a long submit, so the browser's wait for the GPU is not counted in them; that wait is the completion latency, measured on its own; "
                 {format!("then decodes {DECODE_TOKENS} tokens of the loaded model (fewer where that takes over {DECODE_SECONDS:.0} s). MBU says how much of that bandwidth decoding uses.")}</p>
-            <button class="primary" data-testid="speed-run" disabled=move || !ready() on:click=move |_| start(state)>"Run the speed check"</button>
+            <button class="primary" data-testid="speed-run" disabled=move || !ready() on:click=move |_| state.start_speed_check()>"Run the speed check"</button>
+            <super::Why state testid="speed-why"/>
             <p class="caption" data-testid="speed-stage" aria-live="polite">{move || match state.speed.get() {
                 Stage::Idle => String::new(),
                 Stage::Probing => "Measuring read bandwidth…".into(),

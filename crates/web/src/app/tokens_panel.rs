@@ -4,7 +4,7 @@
 //! happens in the worker, with the loaded model's tokenizer or, before any model is loaded (an
 //! embed), with the vocabulary read from the front of the model's file by range requests.
 
-use super::link::send;
+use super::port::send;
 use super::share::Share;
 use super::state::State;
 use crate::protocol::{ToWorker, TokenView};
@@ -16,29 +16,6 @@ use tokscope_core::tokenizer::Piece;
 
 /// The URL setting that holds the panel's text.
 pub const TEXT_KEY: &str = "text";
-
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Tokens {
-    pub text: String,
-    pub view: Option<TokenView>,
-    /// A request is with the worker.
-    pub busy: bool,
-    pub error: Option<String>,
-    /// No model is loaded on this page (the panel's embed): the vocabulary comes from the
-    /// model file's header. Otherwise the panel waits for the loaded model's tokenizer rather
-    /// than read the header beside the model's own download.
-    pub header_only: bool,
-}
-
-impl Tokens {
-    pub fn new(text: Option<String>, header_only: bool) -> Self {
-        Self {
-            text: text.unwrap_or_else(|| SAMPLES[0].1.into()),
-            header_only,
-            ..Default::default()
-        }
-    }
-}
 
 /// Asks the worker for the tokens of the panel's text: the loaded model's tokenizer, else (the
 /// embed) the one in the model setting's header (or the default model's).

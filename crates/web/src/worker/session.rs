@@ -59,6 +59,9 @@ pub struct Worker {
     /// Bumped whenever a GPU engine is replaced, so a late device-lost callback for an old one
     /// is ignored.
     generation: u64,
+    /// The next recovery from a lost device finds no GPU (the "no GPU after" simulation): it
+    /// lands on the CPU engine, as when a device is lost for good.
+    no_gpu_after_loss: bool,
 }
 
 impl Worker {
@@ -69,6 +72,7 @@ impl Worker {
             loaded: None,
             vocab: None,
             generation: 0,
+            no_gpu_after_loss: false,
         }
     }
 
@@ -85,7 +89,7 @@ impl Worker {
                 Ok(()) => list_cache().await,
                 Err(e) => Err(e),
             },
-            Job::Message(ToWorker::LoseDevice, _) => self.lose_device(),
+            Job::Message(ToWorker::LoseDevice { gpu_after }, _) => self.lose_device(gpu_after),
             Job::Message(ToWorker::Probe, _) => self.probe().await,
             Job::Message(ToWorker::BatchDial { batches, tokens }, _) => self.batch_dial(&batches, tokens).await,
             Job::Message(ToWorker::Requantize { precision }, _) => self.requantize(precision).await,
@@ -308,11 +312,9 @@ impl Worker {
             }
         };
         let loaded = self.loaded.as_mut().expect("still loaded");
-        loaded.info.bytes_per_token = model.bytes_per_token(0, runner.kv_value_bytes());
-        loaded.info.kv_bits = runner.kv_value_bytes() as u32 * 8;
+        on_engine(&mut loaded.info, &model, &runner, backend);
         loaded.info.weight_bytes = model.desc.weight_bytes_per_token();
         loaded.info.precision = precision;
-        loaded.info.backend = backend;
         loaded.original = (!Arc::ptr_eq(&model, &original)).then_some(original);
         loaded.model = model;
         loaded.runner = runner;
@@ -381,9 +383,10 @@ impl Worker {
         }
     }
 
-    fn lose_device(&mut self) -> Result<(), String> {
+    fn lose_device(&mut self, gpu_after: bool) -> Result<(), String> {
         match self.loaded.as_ref().map(|l| &l.runner) {
             Some(Runner::Gpu(e)) => {
+                self.no_gpu_after_loss = !gpu_after;
                 e.ctx.device.destroy();
                 Ok(())
             }
@@ -402,11 +405,19 @@ impl Worker {
         self.generation += 1;
         let model = loaded.model.clone();
         let context = loaded.info.context;
-        // It was on a GPU: stay there, software adapter or not.
-        let (runner, backend) = self.engine(&model, context, BackendChoice::Gpu).await?;
+        // It was on a GPU: stay there, software adapter or not, unless no GPU is left.
+        let choice = match std::mem::take(&mut self.no_gpu_after_loss) {
+            true => BackendChoice::Cpu,
+            false => BackendChoice::Gpu,
+        };
+        let (runner, mut backend) = self.engine(&model, context, choice).await?;
+        if choice == BackendChoice::Cpu {
+            backend.fallback_reason =
+                Some("the GPU device was lost and no GPU was left to rebuild the engine on".into());
+        }
         let loaded = self.loaded.as_mut().expect("still loaded");
+        on_engine(&mut loaded.info, &model, &runner, backend);
         loaded.runner = runner;
-        loaded.info.backend = backend;
         post(&FromWorker::Recovered(loaded.info.clone()));
         Ok(())
     }
@@ -447,6 +458,7 @@ impl Worker {
                 yield_now().await;
                 if self.stop.get() {
                     post(&FromWorker::Done {
+                        run: req.run,
                         generated: 0,
                         reason: StopReason::Stopped,
                     });
@@ -490,7 +502,11 @@ impl Worker {
             next = runner.finish_async(&mut sampler).await.map_err(|e| e.to_string())?;
             seconds = Some(now_s() - t);
         };
-        post(&FromWorker::Done { generated, reason });
+        post(&FromWorker::Done {
+            run: req.run,
+            generated,
+            reason,
+        });
         post_memory(&loaded.runner);
         Ok(())
     }
@@ -625,4 +641,12 @@ fn synthetic(shape: &str, ty: &str) -> Result<(String, Vec<u8>), String> {
     let t = tokscope_core::quant::GgmlType::from_name(ty).ok_or_else(|| format!("{ty:?} is not a ggml type"))?;
     Progress::new(Phase::Parse, None).report(0, true);
     Ok((format!("synthetic {} {t}", spec.name), spec.build(t, 1)?))
+}
+
+/// The figures of `info` that follow the engine now running `model`: its name, its KV cache's
+/// bits (WebGPU's are 16, the CPU engine's 32) and so the bytes a token reads.
+fn on_engine(info: &mut ModelInfo, model: &Model<Vec<u8>>, runner: &Runner<Vec<u8>>, backend: BackendInfo) {
+    info.bytes_per_token = model.bytes_per_token(0, runner.kv_value_bytes());
+    info.kv_bits = runner.kv_value_bytes() as u32 * 8;
+    info.backend = backend;
 }
