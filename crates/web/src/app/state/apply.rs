@@ -167,6 +167,7 @@ impl State {
     pub fn start_batch(&self) {
         self.batch.set(super::stages::BatchDial {
             running: true,
+            id: self.take_id(),
             points: vec![],
         });
         self.status.set("Batch dial: decoding…".into());
@@ -387,8 +388,13 @@ impl State {
                 aggregate_tok_s: _,
             } => {
                 let Some(m) = self.model.get_untracked() else { return };
-                let record =
-                    RunRecord::batch_point(self.take_id(), batch as u32, context(&m), BATCH_TOKENS, per_user_tok_s);
+                let record = RunRecord::batch_point(
+                    self.batch.with_untracked(|b| b.id),
+                    batch as u32,
+                    context(&m),
+                    BATCH_TOKENS,
+                    per_user_tok_s,
+                );
                 self.last_run.set(Some(record.clone()));
                 self.batch.update(|b| b.points.push(record));
             }

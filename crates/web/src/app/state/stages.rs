@@ -55,6 +55,8 @@ impl Dial {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BatchDial {
     pub running: bool,
+    /// The request its points answer.
+    pub id: u32,
     /// One record per batch size.
     pub points: Vec<RunRecord>,
 }
