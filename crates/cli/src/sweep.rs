@@ -17,6 +17,7 @@ use tokscope_core::stats::median;
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::GpuContext;
 use tokscope_gpu::batch::Batch;
+use tokscope_gpu::engine::GpuEngine;
 
 #[derive(Serialize)]
 struct Row {
@@ -70,7 +71,7 @@ struct BatchRow {
 /// prompt), greedy per sequence, on the CPU engine or (with `gpu`) the GPU engine.
 fn measure_batch<B: AsRef<[u8]>>(
     model: &Arc<Model<B>>,
-    gpu: Option<&Arc<GpuContext>>,
+    gpu: Option<&GpuEngine<B>>,
     prompt: &[u32],
     tokens: usize,
     runs: usize,
@@ -78,7 +79,7 @@ fn measure_batch<B: AsRef<[u8]>>(
 ) -> Result<BatchRow, String> {
     let context = prompt.len() + tokens + 9;
     let mut e = match gpu {
-        Some(ctx) => ctx.guarded_blocking(|| Batch::gpu(ctx.clone(), model.clone(), context, b)),
+        Some(g) => g.ctx.guarded_blocking(|| Batch::gpu_sharing(g, context, b)),
         None => Batch::cpu(model.clone(), context, b),
     }
     .map_err(|e| e.to_string())?;
@@ -128,11 +129,16 @@ fn batch_sweep(a: &BenchArgs, batches: &[usize]) -> CliResult {
             ("gpu", gpu_label(&ctx), Some(ctx), Some(probe.read_gb_s))
         }
     };
+    // One upload of the weights; each batch size is new sequence state over it.
+    let base = match ctx {
+        Some(ctx) => Some(GpuEngine::new(ctx, loaded.model.clone(), 1, |_, _| {}).map_err(|e| e.to_string())?),
+        None => None,
+    };
     let mut rows = Vec::new();
     for &b in batches {
         rows.push(measure_batch(
             &loaded.model,
-            ctx.as_ref(),
+            base.as_ref(),
             &prompt,
             a.tokens,
             a.runs,

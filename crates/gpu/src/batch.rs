@@ -42,6 +42,12 @@ impl<B: AsRef<[u8]>> Batch<B> {
         )?)))
     }
 
+    /// The same over the weights `engine` already holds on the GPU: new sequence state, no
+    /// second upload.
+    pub fn gpu_sharing(engine: &GpuEngine<B>, context: usize, seqs: usize) -> Result<Self, RunError> {
+        Ok(Batch::Gpu(Box::new(engine.sharing_weights(context, seqs)?)))
+    }
+
     pub fn sequences(&self) -> usize {
         match self {
             Batch::Cpu { engine, .. } => engine.sequences(),

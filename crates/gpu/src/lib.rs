@@ -4,12 +4,16 @@
 pub mod batch;
 pub mod device;
 pub mod engine;
+mod engine_error;
 pub mod fused;
+pub mod graph;
 pub mod matvec;
 pub mod probe;
 pub mod readback;
 pub mod repack;
 pub mod runner;
+pub mod sequences;
+pub mod weights;
 pub mod wgsl_compact;
 
 pub use device::{AdapterSummary, GpuContext, GpuError};

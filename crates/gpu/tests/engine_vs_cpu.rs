@@ -146,6 +146,53 @@ fn batched_decode_matches_each_sequence_alone() {
     }
 }
 
+/// The batch dial's engines run over the loaded engine's weights: new sequence state, not one
+/// byte of the weights uploaded again, and the same logits as an engine with its own upload.
+#[test]
+fn an_engine_over_shared_weights_uploads_no_weights_and_decodes_alike() {
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let model = tiny_model(GgmlType::Q4_1);
+    // Everything but the embedding table, which stays with the host (a token's row is looked up
+    // there and written with the step).
+    let weights: u64 = model
+        .desc
+        .weights()
+        .iter()
+        .filter(|w| w.name != "token_embd.weight")
+        .map(|w| w.n_bytes())
+        .sum();
+    let made = |f: &mut dyn FnMut()| {
+        let before = ctx.created.get().1;
+        f();
+        ctx.created.get().1 - before
+    };
+    let base = GpuEngine::new(ctx.clone(), model.clone(), 16, |_, _| {}).unwrap();
+    let (mut own, mut shared) = (None, None);
+    let own_bytes =
+        made(&mut || own = Some(GpuEngine::with_sequences(ctx.clone(), model.clone(), 16, 3, |_, _| {}).unwrap()));
+    let shared_bytes = made(&mut || shared = Some(base.sharing_weights(16, 3).unwrap()));
+    let (mut own, mut shared) = (own.unwrap(), shared.unwrap());
+    println!(
+        "GPU buffers made: {own_bytes} bytes with an upload, {shared_bytes} over shared weights ({weights} bytes of weights)"
+    );
+    assert!(shared.shares_weights_with(&base) && !own.shares_weights_with(&base));
+    assert!(own_bytes - shared_bytes >= weights, "{own_bytes} vs {shared_bytes}");
+    let prompts: [&[u32]; 3] = [&[1, 77, 104], &[5, 6], &[200, 3, 45]];
+    for (s, p) in prompts.iter().enumerate() {
+        own.submit_prefill_seq(s, p, Want::Top(1)).unwrap();
+        own.read().unwrap();
+        shared.submit_prefill_seq(s, p, Want::Top(1)).unwrap();
+        shared.read().unwrap();
+    }
+    for _ in 0..3 {
+        assert_eq!(
+            own.decode_batch(&[7, 8, 9]).unwrap(),
+            shared.decode_batch(&[7, 8, 9]).unwrap()
+        );
+    }
+}
+
 #[test]
 fn batch_errors_are_named() {
     let Some(ctx) = common::gpu() else { return };

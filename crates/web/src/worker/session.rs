@@ -324,21 +324,17 @@ impl Worker {
 
     /// Batched decode on the loaded engine's backend (WebGPU or the CPU engine): B sequences
     /// after the same short prompt, `tokens` greedy steps, one read of the weights per step.
-    /// On WebGPU each batch size uploads its own copy of the weights beside the loaded engine's
-    /// (dropped before the next).
+    /// On WebGPU each batch size is new sequence state over the loaded engine's weights (no
+    /// second upload).
     async fn batch_dial(&mut self, batches: &[usize], tokens: usize) -> Result<(), String> {
         let loaded = self.loaded.as_ref().ok_or("no model is loaded yet")?;
         let model = loaded.model.clone();
-        let gpu = match &loaded.runner {
-            Runner::Gpu(e) => Some(e.ctx.clone()),
-            Runner::Cpu { .. } => None,
-        };
         let prompt = prompt_tokens(&loaded.tokenizer, None, crate::speed::PROMPT).map_err(|e| e.to_string())?;
         let context = prompt.len() + tokens + 1;
         for &b in batches {
-            let mut e = match &gpu {
-                Some(ctx) => ctx.guarded(|| Batch::gpu(ctx.clone(), model.clone(), context, b)).await,
-                None => Batch::cpu(model.clone(), context, b),
+            let mut e = match &loaded.runner {
+                Runner::Gpu(g) => g.ctx.guarded(|| Batch::gpu_sharing(g, context, b)).await,
+                Runner::Cpu { .. } => Batch::cpu(model.clone(), context, b),
             }
             .map_err(|e| e.to_string())?;
             let mut next = Vec::with_capacity(b);
