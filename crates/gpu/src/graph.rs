@@ -19,7 +19,7 @@ use crate::GpuContext;
 use crate::engine_error::GpuEngineError;
 use crate::matvec::{Epilogue, MAX_COLUMNS, MatvecCall, MatvecIo, MatvecKernels};
 use crate::sequences::Sequences;
-use crate::weights::{Weights, one_type};
+use crate::weights::{LayerWeights, Weights, one_type};
 use tokscope_core::model::{Family, Model};
 
 pub const OPS_SHADER: &str = crate::wgsl!("ops.wgsl");
@@ -262,19 +262,20 @@ impl Kernels {
     }
 }
 
-/// The dispatch list of one pass for `model` over shared `w` and one engine's `s`, and how
-/// many of them are the layers' (the rest: the head's slices and top-k).
-pub(crate) fn build<B: AsRef<[u8]>>(
-    ctx: &GpuContext,
-    model: &Model<B>,
-    k: &mut Kernels,
-    w: &Weights,
-    s: &Sequences,
-) -> (Vec<Dispatch>, usize) {
-    let c = &model.config;
-    let family = c.family;
-    let (d, qd, kvd) = (c.d_model, c.q_dim(), c.kv_dim());
-    let shape_buf = |cache_at: usize, rows: usize, layer: Option<usize>| {
+/// What every dispatch of one engine binds against: the device, the model's shape, the
+/// sequences' buffers.
+struct Binder<'a, B> {
+    ctx: &'a GpuContext,
+    model: &'a Model<B>,
+    s: &'a Sequences,
+}
+
+impl<'a, B: AsRef<[u8]>> Binder<'a, B> {
+    /// ops.wgsl's uniform for a layer (`None`: the head's top-k) whose cache region starts at
+    /// `cache_at`, over `rows` outputs.
+    fn shape(&self, cache_at: usize, rows: usize, layer: Option<usize>) -> wgpu::Buffer {
+        let (c, s) = (&self.model.config, self.s);
+        let family = c.family;
         let window = layer.filter(|&li| c.is_sliding(li)).and(c.sliding_window).unwrap_or(0);
         let flags = (family.qkv_bias() as u32 * QKV_BIAS)
             | (family.qk_norm() as u32 * QKV_NORM)
@@ -295,13 +296,14 @@ pub(crate) fn build<B: AsRef<[u8]>>(
             rope_at: (layer.map_or(0, |li| s.layer_table[li]) * MAX_COLUMNS * c.head_dim) as u32,
             _pad: [0; 3],
         };
-        ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        self.ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("shape"),
             contents: bytemuck::bytes_of(&shape),
             usage: wgpu::BufferUsages::UNIFORM,
         })
-    };
-    let bind = |p: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]| {
+    }
+
+    fn bind(&self, p: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .iter()
             .map(|(binding, buf)| wgpu::BindGroupEntry {
@@ -309,149 +311,191 @@ pub(crate) fn build<B: AsRef<[u8]>>(
                 resource: buf.as_entire_binding(),
             })
             .collect();
-        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        self.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
             layout: &p.get_bind_group_layout(0),
             entries: &entries,
         })
-    };
-    let eps = c.rms_eps;
-    fn io_of<'a>(
+    }
+
+    /// A matrix product from `x` into `y`, RMSNorm'd first with `norm`'s gains where given.
+    fn io(
+        &self,
         x: &'a wgpu::Buffer,
         y: &'a wgpu::Buffer,
-        norm: Option<(&'a wgpu::Buffer, f32)>,
+        norm: Option<&'a wgpu::Buffer>,
         epilogue: Epilogue<'a>,
-        step: &'a wgpu::Buffer,
     ) -> MatvecIo<'a> {
         MatvecIo {
             x,
             y,
-            norm,
+            norm: norm.map(|g| (g, self.model.config.rms_eps)),
             epilogue,
-            step,
+            step: &self.s.step,
             head: false,
             combine: None,
             out_rows: None,
         }
     }
-    let io = |x, y, norm, epilogue| io_of(x, y, norm, epilogue, &s.step);
-    let Kernels {
-        matvec,
-        attention,
-        top_k,
-        top_k_chunks,
-        qkv_post,
-        norm_add,
-        ..
-    } = k;
-    let mut mv = |m, io, class| Dispatch::Matvec(matvec.bind(ctx, m, io), class);
+}
+
+/// The dispatch list of one pass for `model` over shared `w` and one engine's `s`, and how
+/// many of them are the layers' (the rest: the head's slices and top-k).
+pub(crate) fn build<B: AsRef<[u8]>>(
+    ctx: &GpuContext,
+    model: &Model<B>,
+    k: &mut Kernels,
+    w: &Weights,
+    s: &Sequences,
+) -> (Vec<Dispatch>, usize) {
+    let b = Binder { ctx, model, s };
     let mut dispatches = Vec::new();
     for (li, lw) in w.layers.iter().enumerate() {
-        let cache_at = li * s.layer_floats;
-        let shape = shape_buf(cache_at, d, Some(li));
-        if let Some(post) = qkv_post.as_ref() {
-            // Q/K/V stored as they come, then bias, head norms, RoPE and the KV write.
-            let mut at = 0;
-            for m in &lw.qkv {
-                let into = MatvecIo {
-                    out_rows: Some((at, qd + 2 * kvd)),
-                    ..io(&s.x, &s.qkv, Some((&lw.attn_norm, eps)), Epilogue::Store)
-                };
-                dispatches.push(mv(m, into, KernelClass::Qkv));
-                at += m.rows;
-            }
-            let (g, b) = (
-                lw.qk_norm.as_ref().expect("uploaded for the Q/K/V step"),
-                lw.qkv_bias.as_ref().expect("uploaded for the Q/K/V step"),
-            );
-            let post_bind = bind(
-                post,
-                &[
-                    (0, &s.qkv),
-                    (2, &s.q),
-                    (3, &s.kc),
-                    (4, &s.vc),
-                    (5, &shape),
-                    (6, &s.step),
-                    (10, g),
-                    (11, b),
-                    (12, &s.rope),
-                ],
-            );
-            dispatches.push(Dispatch::QkvPost(post_bind, (c.n_heads + 2 * c.n_kv_heads) as u32));
-        } else {
-            let rope_kv = Epilogue::RopeKv {
-                q_rows: qd,
-                kv_rows: kvd,
-                head_dim: c.head_dim,
-                cache_at,
-                k_cache: &s.kc,
-                v_cache: &s.vc,
-                rope: &s.rope,
-            };
-            let qkv_io = io(&s.x, &s.q, Some((&lw.attn_norm, eps)), rope_kv);
-            dispatches.push(mv(&lw.qkv[0], qkv_io, KernelClass::Qkv));
-        }
-        let att_bind = bind(
-            attention,
-            &[
-                (0, &s.q),
-                (2, &s.att),
-                (3, &s.kc),
-                (4, &s.vc),
-                (5, &shape),
-                (6, &s.step),
-                (8, &s.scratch),
-            ],
-        );
-        dispatches.push(Dispatch::Attention(att_bind, c.n_heads as u32));
-        // With post-norms (gemma3) a projection is stored, then normalised into the residual.
-        let post_norm = |g: &Option<wgpu::Buffer>| {
-            let (Some(pipe), Some(g)) = (norm_add.as_ref(), g) else {
-                return None;
-            };
-            Some(Dispatch::NormAdd(bind(
-                pipe,
-                &[(0, &s.x), (2, &s.proj), (5, &shape), (10, g)],
-            )))
-        };
-        let (after_wo, after_down) = (post_norm(&lw.post_attn_norm), post_norm(&lw.post_ffn_norm));
-        let residual = |post: &Option<Dispatch>| match post {
-            Some(_) => (&s.proj, Epilogue::Store),
-            None => (&s.x, Epilogue::Add),
-        };
-        let (to, epilogue) = residual(&after_wo);
-        let wo_io = MatvecIo {
-            combine: Some(s.shares),
-            ..io(&s.att, to, None, epilogue)
-        };
-        dispatches.push(mv(&lw.wo, wo_io, KernelClass::AttnOutput));
-        dispatches.extend(after_wo);
-        let act = if family.gelu() {
-            Epilogue::GeGlu
-        } else {
-            Epilogue::SwiGlu
-        };
-        dispatches.push(mv(
-            &lw.gate_up,
-            io(&s.x, &s.h, Some((&lw.ffn_norm, eps)), act),
-            KernelClass::GateUp,
-        ));
-        let (to, epilogue) = residual(&after_down);
-        dispatches.push(mv(&lw.down, io(&s.h, to, None, epilogue), KernelClass::Down));
-        dispatches.extend(after_down);
+        layer(&b, k, li, lw, &mut dispatches);
     }
     let layer_dispatches = dispatches.len();
-    // The output head in row slices, one dispatch each, writing its rows of the logits.
-    for (rows, head) in &w.head {
-        let head_io = MatvecIo {
-            head: true,
-            out_rows: Some((rows.start, model.desc.output.rows)),
-            ..io(&s.x, &s.logits, Some((&w.output_norm, eps)), Epilogue::Store)
+    head(&b, k, w, &mut dispatches);
+    (dispatches, layer_dispatches)
+}
+
+/// Layer `li`'s dispatches: Q/K/V (and its own step where matvec's epilogue cannot do it),
+/// attention, the output projection, gate·up, down, and Gemma 3's post-norms.
+fn layer<'a, B: AsRef<[u8]>>(
+    b: &Binder<'a, B>,
+    k: &mut Kernels,
+    li: usize,
+    lw: &'a LayerWeights,
+    out: &mut Vec<Dispatch>,
+) {
+    let (c, s) = (&b.model.config, b.s);
+    let cache_at = li * s.layer_floats;
+    let shape = b.shape(cache_at, c.d_model, Some(li));
+    qkv(b, k, lw, &shape, cache_at, out);
+    let att_bind = b.bind(
+        &k.attention,
+        &[
+            (0, &s.q),
+            (2, &s.att),
+            (3, &s.kc),
+            (4, &s.vc),
+            (5, &shape),
+            (6, &s.step),
+            (8, &s.scratch),
+        ],
+    );
+    out.push(Dispatch::Attention(att_bind, c.n_heads as u32));
+    // With post-norms (gemma3) a projection is stored, then normalised into the residual.
+    let post_norm = |g: &Option<wgpu::Buffer>| {
+        let (Some(pipe), Some(g)) = (k.norm_add.as_ref(), g) else {
+            return None;
         };
-        dispatches.push(mv(head, head_io, KernelClass::Head));
+        Some(Dispatch::NormAdd(
+            b.bind(pipe, &[(0, &s.x), (2, &s.proj), (5, &shape), (10, g)]),
+        ))
+    };
+    let (after_wo, after_down) = (post_norm(&lw.post_attn_norm), post_norm(&lw.post_ffn_norm));
+    let residual = |post: &Option<Dispatch>| match post {
+        Some(_) => (&s.proj, Epilogue::Store),
+        None => (&s.x, Epilogue::Add),
+    };
+    let (to, epilogue) = residual(&after_wo);
+    let wo_io = MatvecIo {
+        combine: Some(s.shares),
+        ..b.io(&s.att, to, None, epilogue)
+    };
+    out.push(Dispatch::Matvec(
+        k.matvec.bind(b.ctx, &lw.wo, wo_io),
+        KernelClass::AttnOutput,
+    ));
+    out.extend(after_wo);
+    let act = if c.family.gelu() {
+        Epilogue::GeGlu
+    } else {
+        Epilogue::SwiGlu
+    };
+    let gate_up = b.io(&s.x, &s.h, Some(&lw.ffn_norm), act);
+    out.push(Dispatch::Matvec(
+        k.matvec.bind(b.ctx, &lw.gate_up, gate_up),
+        KernelClass::GateUp,
+    ));
+    let (to, epilogue) = residual(&after_down);
+    let down = b.io(&s.h, to, None, epilogue);
+    out.push(Dispatch::Matvec(
+        k.matvec.bind(b.ctx, &lw.down, down),
+        KernelClass::Down,
+    ));
+    out.extend(after_down);
+}
+
+/// RMSNorm → Q·K·V: RoPE and the KV write fused into the product (llama, one Q/K/V type), or
+/// the products stored as they come and then the Q/K/V step (bias, head norms, RoPE, KV write).
+fn qkv<'a, B: AsRef<[u8]>>(
+    b: &Binder<'a, B>,
+    k: &mut Kernels,
+    lw: &'a LayerWeights,
+    shape: &wgpu::Buffer,
+    cache_at: usize,
+    out: &mut Vec<Dispatch>,
+) {
+    let (c, s) = (&b.model.config, b.s);
+    let (qd, kvd) = (c.q_dim(), c.kv_dim());
+    let Some(post) = k.qkv_post.as_ref() else {
+        let rope_kv = Epilogue::RopeKv {
+            q_rows: qd,
+            kv_rows: kvd,
+            head_dim: c.head_dim,
+            cache_at,
+            k_cache: &s.kc,
+            v_cache: &s.vc,
+            rope: &s.rope,
+        };
+        let io = b.io(&s.x, &s.q, Some(&lw.attn_norm), rope_kv);
+        out.push(Dispatch::Matvec(k.matvec.bind(b.ctx, &lw.qkv[0], io), KernelClass::Qkv));
+        return;
+    };
+    let mut at = 0;
+    for m in &lw.qkv {
+        let into = MatvecIo {
+            out_rows: Some((at, qd + 2 * kvd)),
+            ..b.io(&s.x, &s.qkv, Some(&lw.attn_norm), Epilogue::Store)
+        };
+        out.push(Dispatch::Matvec(k.matvec.bind(b.ctx, m, into), KernelClass::Qkv));
+        at += m.rows;
     }
-    let shape = shape_buf(0, c.vocab_size, None);
+    let (g, bias) = (
+        lw.qk_norm.as_ref().expect("uploaded for the Q/K/V step"),
+        lw.qkv_bias.as_ref().expect("uploaded for the Q/K/V step"),
+    );
+    let post_bind = b.bind(
+        post,
+        &[
+            (0, &s.qkv),
+            (2, &s.q),
+            (3, &s.kc),
+            (4, &s.vc),
+            (5, shape),
+            (6, &s.step),
+            (10, g),
+            (11, bias),
+            (12, &s.rope),
+        ],
+    );
+    out.push(Dispatch::QkvPost(post_bind, (c.n_heads + 2 * c.n_kv_heads) as u32));
+}
+
+/// RMSNorm → the output head's row slices, one dispatch each writing its rows of the logits;
+/// then top-k (in two stages over a large vocabulary).
+fn head<'a, B: AsRef<[u8]>>(b: &Binder<'a, B>, k: &mut Kernels, w: &'a Weights, out: &mut Vec<Dispatch>) {
+    let s = b.s;
+    for (rows, m) in &w.head {
+        let io = MatvecIo {
+            head: true,
+            out_rows: Some((rows.start, b.model.desc.output.rows)),
+            ..b.io(&s.x, &s.logits, Some(&w.output_norm), Epilogue::Store)
+        };
+        out.push(Dispatch::Matvec(k.matvec.bind(b.ctx, m, io), KernelClass::Head));
+    }
+    let shape = b.shape(0, b.model.config.vocab_size, None);
     let top_k_io = [
         (0, &s.logits),
         (5, &shape),
@@ -459,9 +503,8 @@ pub(crate) fn build<B: AsRef<[u8]>>(
         (7, &s.top_k_parts),
         (9, &s.candidates),
     ];
-    if let Some((first, chunks)) = top_k_chunks.as_ref() {
-        dispatches.push(Dispatch::TopKChunks(bind(first, &top_k_io), *chunks));
+    if let Some((first, chunks)) = k.top_k_chunks.as_ref() {
+        out.push(Dispatch::TopKChunks(b.bind(first, &top_k_io), *chunks));
     }
-    dispatches.push(Dispatch::TopK(bind(top_k, &top_k_io)));
-    (dispatches, layer_dispatches)
+    out.push(Dispatch::TopK(b.bind(&k.top_k, &top_k_io)));
 }

@@ -228,12 +228,25 @@ async fn a_synthetic_model_is_made_in_the_page_and_generates() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = serve_dist();
     let b = Browser::launch(true, 1280, 900).await.unwrap();
-    let url = server.url("index.html?model=synthetic:tiny:Q4_0&prompt=hello&max_tokens=8&temperature=0&autorun=1");
+    let url = server.url(
+        "index.html?model=synthetic:tiny:Q4_0&prompt=hello&max_tokens=8&temperature=0&autorun=1&backend=gpu#/speed",
+    );
     b.client.goto(&url).await.unwrap();
     b.wait_for(DONE, RUN_TIMEOUT).await.unwrap();
     let info = b.text("model-info").await;
     assert!(info.contains("synthetic tiny") && info.contains("speed only"), "{info}");
     assert_eq!(server.log.count(".gguf"), 0, "requests: {:?}", server.log.all());
+    // The batch dial on WebGPU: each batch size is new state over the loaded engine's weights.
+    assert!(b.text("batch-backend").await.starts_with("WebGPU"));
+    b.click("batch-run").await;
+    b.wait_for(
+        "document.querySelector('[data-testid=batch-all-16]') !== null",
+        RUN_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let all: f64 = b.text("batch-all-16").await.parse().unwrap();
+    assert!(all > 0.0, "{all}");
     assert_eq!(b.page_errors().await.len(), 0, "{:?}", b.page_errors().await);
     b.close().await;
 }
