@@ -20,7 +20,15 @@ pub fn run(a: ProbeArgs) -> CliResult {
         t => t.map(|t| t * 1e-3),
     };
     let ctx = GpuContext::new_blocking().map_err(|e| e.to_string())?;
-    let probe = tokscope_gpu::probe::run_ticked(&ctx, a.runs, tick_s).map_err(|e| e.to_string())?;
+    let probe = tokscope_gpu::probe::run_with(
+        &ctx,
+        &tokscope_gpu::probe::Native {
+            runs: a.runs,
+            tick_s,
+            at_least_s: 0.0,
+        },
+    )
+    .map_err(|e| e.to_string())?;
     let r = Report {
         adapter: ctx.summary(),
         probe,

@@ -65,30 +65,49 @@ pub fn probe_bytes(ctx: &GpuContext) -> u64 {
 /// Runs the probe natively, blocking on the device.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn run(ctx: &GpuContext, runs: usize) -> Result<ProbeResult, GpuError> {
-    run_ticked(ctx, runs, None)
+    run_with(
+        ctx,
+        &Native {
+            runs,
+            ..Native::default()
+        },
+    )
 }
 
-/// [`run`] as if the host learned of each completion only at the next tick of a `tick_s` timer
-/// after the submit (as Firefox's WebGPU does, every 100 ms): for testing that the probe measures
-/// the device through such a browser, and for `tokscope probe --tick-ms`.
+/// How a native probe runs, beyond [`run`]'s defaults.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn run_ticked(ctx: &GpuContext, runs: usize, tick_s: Option<f64>) -> Result<ProbeResult, GpuError> {
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Native {
+    /// Pairs measured per figure.
+    pub runs: usize,
+    /// As if the host learned of each completion only at the next tick of a `tick_s` timer after
+    /// the submit (as Firefox's WebGPU does, every 100 ms): for testing that the probe measures
+    /// the device through such a browser, and for `tokscope probe --tick-ms`.
+    pub tick_s: Option<f64>,
+    /// Each difference at least this long (seconds), over what the latency asks: so an
+    /// undelayed probe can submit as much work as a ticked one, whose figures it is compared
+    /// with (lavapipe's cost per dispatch falls as a submit grows: its thread pool stays awake).
+    pub at_least_s: f64,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub fn run_with(ctx: &GpuContext, how: &Native) -> Result<ProbeResult, GpuError> {
     let start = std::time::Instant::now();
     let now = || start.elapsed().as_secs_f64();
     let settle = |since: f64| {
-        if let Some(t) = tick_s {
+        if let Some(t) = how.tick_s {
             let waited = now() - since;
             let due = (waited / t).ceil().max(1.0) * t;
             std::thread::sleep(std::time::Duration::from_secs_f64((due - waited).max(0.0)));
         }
     };
-    pollster::block_on(probe(ctx, runs, &now, &settle))
+    pollster::block_on(probe(ctx, how.runs, how.at_least_s, &now, &settle))
 }
 
 /// The probe on any target; `now` is a clock in seconds (`Instant` natively,
 /// `performance.now()` in a worker), since the timing is submit → done as the caller sees it.
 pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> Result<ProbeResult, GpuError> {
-    probe(ctx, runs, now, &|_| {}).await
+    probe(ctx, runs, 0.0, now, &|_| {}).await
 }
 
 /// One timed submit: wall seconds from submit until its read-back is mapped, and the pass's
@@ -160,6 +179,7 @@ struct Stamps {
 async fn probe(
     ctx: &GpuContext,
     runs: usize,
+    at_least_s: f64,
     now: &dyn Fn() -> f64,
     settle: &dyn Fn(f64),
 ) -> Result<ProbeResult, GpuError> {
@@ -282,7 +302,7 @@ async fn probe(
     }
     let latency = Latency::from_samples(&samples)
         .ok_or_else(|| GpuError::Readback("the probe's completion latency has no usable sample".into()))?;
-    let needed = needed_difference(latency.median_ms * 1e-3);
+    let needed = needed_difference(latency.median_ms * 1e-3).max(at_least_s);
     let runs = runs.max(1);
     let streams = series(
         &async |n| timed(&stream, &stream_bind, n, groups).await,
