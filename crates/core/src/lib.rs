@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod chat;
 pub mod cpu;
+pub mod engine_trial;
 pub mod gguf;
 pub mod human;
 pub mod lesson;

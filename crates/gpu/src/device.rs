@@ -58,6 +58,8 @@ pub struct GpuContext {
     pub features: wgpu::Features,
     /// Every buffer made through [`GpuContext::create_buffer`] and its `_init` twin.
     pub created: BufferTally,
+    /// Whether read-backs nudge the queue while they wait (completion.rs).
+    pub nudge: crate::completion::Nudge,
 }
 
 /// Buffers created on a device, counted as they are made: the soak measurements read it to
@@ -123,6 +125,7 @@ impl GpuContext {
             limits,
             features,
             created: BufferTally::default(),
+            nudge: Default::default(),
         })
     }
 

@@ -369,7 +369,10 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// Awaits each column's result of the last submit (a batch: one per sequence).
     pub async fn read_all_async(&mut self) -> Result<Vec<TokenResult>, GpuEngineError> {
         let bytes = self.pending_bytes()?;
-        self.state.staging.read_async(bytes, &mut self.read_buf).await?;
+        self.state
+            .staging
+            .read_async(&self.ctx, bytes, &mut self.read_buf)
+            .await?;
         let r = self.decode_results();
         self.pending = None;
         r

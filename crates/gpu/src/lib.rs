@@ -2,6 +2,7 @@
 //! SwiftShader on the CPU in tests) and in the browser (WebGPU).
 
 pub mod batch;
+pub mod completion;
 pub mod device;
 pub mod engine;
 mod engine_error;

@@ -284,7 +284,7 @@ async fn probe(
             #[cfg(not(target_arch = "wasm32"))]
             staging.read(ctx, read, &mut out)?;
             #[cfg(target_arch = "wasm32")]
-            staging.read_async(read, &mut out).await?;
+            staging.read_async(ctx, read, &mut out).await?;
             settle(start);
             let wall = now() - start;
             let gpu = stamps.as_ref().map(|s| {

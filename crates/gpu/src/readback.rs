@@ -55,17 +55,57 @@ impl Staging {
         self.take(bytes, out)
     }
 
-    /// Awaits the map (the browser's event loop drives it) and reads the first `bytes`.
-    pub async fn read_async(&self, bytes: u64, out: &mut Vec<u8>) -> Result<(), GpuError> {
-        let (tx, rx) = futures_channel::oneshot::channel();
+    /// Awaits the map (the browser's event loop drives it) and reads the first `bytes`; where
+    /// `ctx.nudge` is on, submits nothing every so often while it waits (completion.rs).
+    /// Natively the device is polled first, so this answers there too.
+    pub async fn read_async(&self, ctx: &GpuContext, bytes: u64, out: &mut Vec<u8>) -> Result<(), GpuError> {
+        let (tx, mut rx) = futures_channel::oneshot::channel();
         self.buf.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        rx.await
+        #[cfg(not(target_arch = "wasm32"))]
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let mapped = match ctx.nudge.every_ms() {
+            Some(ms) => loop {
+                if let Some(r) = first_or_timeout(&mut rx, ms).await {
+                    break r;
+                }
+                ctx.queue.submit([]);
+            },
+            None => rx.await,
+        };
+        mapped
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .map_err(|e| GpuError::Readback(e.to_string()))?;
         self.take(bytes, out)
     }
+}
+
+/// The receiver's value, or `None` once `ms` milliseconds pass without one (a browser's timer;
+/// natively there is nothing to wait for: the device was polled).
+async fn first_or_timeout<T>(
+    rx: &mut futures_channel::oneshot::Receiver<T>,
+    ms: u32,
+) -> Option<Result<T, futures_channel::oneshot::Canceled>> {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::Poll;
+    #[cfg(target_arch = "wasm32")]
+    let mut timer = gloo_timers::future::TimeoutFuture::new(ms);
+    #[cfg(not(target_arch = "wasm32"))]
+    let mut timer = {
+        let _ = ms;
+        std::future::ready(())
+    };
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(r) = Pin::new(&mut *rx).poll(cx) {
+            return Poll::Ready(Some(r));
+        }
+        Pin::new(&mut timer).poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// Reads `n` f32 values from the start of `src` (which needs COPY_SRC usage), with a staging

@@ -124,3 +124,41 @@ fn a_tensor_over_the_binding_limit_is_named() {
         "{e}"
     );
 }
+
+/// A native device answers a read-back in well under a tick: the nudge is not tried, and reads
+/// stay unnudged (and one that was on is turned off, since it was not seen to pay).
+#[test]
+fn a_native_device_is_not_nudged() {
+    let Some(ctx) = common::gpu() else { return };
+    ctx.nudge.set(Some(tokscope_core::roofline::completion::NUDGE_MS));
+    let start = std::time::Instant::now();
+    let c = pollster::block_on(tokscope_gpu::completion::settle(
+        &ctx,
+        &|| start.elapsed().as_secs_f64(),
+        true,
+    ))
+    .unwrap();
+    println!("{}", c.describe());
+    assert_eq!(c.plain.tick_ms, None, "{c:?}");
+    assert!(c.plain.median_ms < 10.0, "{c:?}");
+    assert_eq!((c.nudged, c.nudging), (None, false));
+    assert_eq!(ctx.nudge.every_ms(), None);
+    // Reads with the nudge on return the same bytes.
+    ctx.nudge.set(Some(1));
+    let words: Vec<u32> = (0..64u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let src = wgpu::util::DeviceExt::create_buffer_init(
+        &ctx.device,
+        &wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytemuck::cast_slice(&words),
+            usage: wgpu::BufferUsages::COPY_SRC,
+        },
+    );
+    let staging = tokscope_gpu::readback::Staging::new(&ctx, 256);
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    staging.copy_from(&mut enc, &src, 256);
+    ctx.queue.submit([enc.finish()]);
+    let mut out = Vec::new();
+    pollster::block_on(staging.read_async(&ctx, 256, &mut out)).unwrap();
+    assert_eq!(out, bytemuck::cast_slice::<u32, u8>(&words));
+}

@@ -2,6 +2,8 @@
 //! through `postMessage` (a picked file travels beside its message as a `File`).
 
 use serde::{Deserialize, Serialize};
+use tokscope_core::engine_trial::EngineTrial;
+use tokscope_core::roofline::completion::Completion;
 use tokscope_core::roofline::probe::Latency;
 use tokscope_core::sampling::SamplingParams;
 use tokscope_core::text_stats::TextStats;
@@ -113,6 +115,8 @@ pub enum ToWorker {
     Load {
         source: ModelSource,
         backend: BackendChoice,
+        /// Whether the WebGPU engine may nudge the queue (the URL's `nudge=0` says no).
+        nudge: bool,
     },
     Generate(GenerateRequest),
     /// Runs the bandwidth probe on the engine's GPU (answered with [`FromWorker::Probe`]).
@@ -163,6 +167,13 @@ pub struct BackendInfo {
     /// Dispatches the GPU engine records per token (the floor model's fixed-cost term).
     #[serde(default)]
     pub dispatches_per_token: Option<u32>,
+    /// How soon this device's completions reach the page, and whether reads nudge the queue
+    /// (tokscope-core's `roofline::completion`); WebGPU only.
+    #[serde(default)]
+    pub completion: Option<Completion>,
+    /// `backend=auto`: both engines' rates over the same steps, where both could run.
+    #[serde(default)]
+    pub trial: Option<EngineTrial>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,6 +209,9 @@ pub struct ProbeReport {
     /// The same on the GPU's clock (`timestamp-query`), where the adapter offers it.
     pub gpu_read_gb_s: Option<f64>,
     pub gpu_dispatch_us: Option<f64>,
+    /// The latency without the nudge, where the engine's reads nudge the queue.
+    #[serde(default)]
+    pub unnudged: Option<Latency>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,6 +222,8 @@ pub enum Phase {
     /// Re-encoding the weights (the precision dial).
     Encode,
     Upload,
+    /// `backend=auto`: timing both engines over the same steps.
+    Trial,
 }
 
 impl Phase {
@@ -219,6 +235,7 @@ impl Phase {
             Phase::Parse => "Reading the GGUF",
             Phase::Encode => "Re-encoding the weights",
             Phase::Upload => "Uploading the weights to the GPU",
+            Phase::Trial => "Timing WebGPU and the CPU engine on the same steps",
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::params::{Settings, number};
 use tokscope_core::presets;
+use tokscope_core::roofline::completion::describe_nudged;
 use tokscope_core::roofline::floor::{Floor, FloorInputs};
 use tokscope_core::roofline::probe::Latency;
 use tokscope_core::roofline::{GB, mbu};
@@ -32,8 +33,10 @@ pub struct SpeedResult {
     /// Probe read bandwidth, GB/s (`None` on the CPU engine: no GPU to probe).
     pub gb_s: Option<f64>,
     pub dispatch_us: Option<f64>,
-    /// The probe's completion latency (and tick).
+    /// The probe's completion latency (and tick), as the engine's reads see it.
     pub latency: Option<Latency>,
+    /// The latency without the nudge, where reads nudge the queue (Firefox: its 100 ms tick).
+    pub unnudged: Option<Latency>,
     /// The probe's figures on the GPU's clock, where the adapter has timestamps.
     pub gpu_gb_s: Option<f64>,
     pub gpu_dispatch_us: Option<f64>,
@@ -83,7 +86,11 @@ impl SpeedResult {
 
     /// "0.450 ms (min 0.440, max 0.470)", a tick named as such, or "–".
     pub fn latency_text(&self) -> String {
-        self.latency.map_or("–".into(), |l| l.describe())
+        match (self.latency, self.unnudged) {
+            (Some(l), Some(plain)) => describe_nudged(&l, &plain),
+            (Some(l), None) => l.describe(),
+            (None, _) => "–".into(),
+        }
     }
 
     /// "between Apple A17 Pro (51 GB/s peak) and Apple M1 (68 GB/s peak)", in words.
@@ -164,6 +171,19 @@ impl Settings for SpeedResult {
                     _ => l.median_ms = x,
                 }
             }
+            "unnudged_ms" | "unnudged_tick_ms" => {
+                let x = positive(v)?;
+                let l = self.unnudged.get_or_insert(Latency {
+                    min_ms: x,
+                    median_ms: x,
+                    max_ms: x,
+                    tick_ms: None,
+                });
+                match key {
+                    "unnudged_tick_ms" => l.tick_ms = Some(x),
+                    _ => (l.min_ms, l.median_ms, l.max_ms) = (x, x, x),
+                }
+            }
             "dispatches" => self.dispatches = Some(number(v)?),
             "tok_s" => self.tok_s = positive(v)?,
             "tokens" => self.tokens = number(v)?,
@@ -193,6 +213,8 @@ impl Settings for SpeedResult {
             ("latency_min_ms", l.map(|l| l.min_ms)),
             ("latency_max_ms", l.map(|l| l.max_ms)),
             ("tick_ms", l.and_then(|l| l.tick_ms)),
+            ("unnudged_ms", self.unnudged.map(|l| l.median_ms)),
+            ("unnudged_tick_ms", self.unnudged.and_then(|l| l.tick_ms)),
         ] {
             if let Some(v) = v {
                 p.push((k, v.to_string()));
@@ -251,6 +273,7 @@ mod tests {
                 max_ms: 0.8,
                 tick_ms: None,
             }),
+            unnudged: None,
             gpu_gb_s: Some(8.1),
             gpu_dispatch_us: None,
             dispatches: Some(152),
@@ -324,6 +347,25 @@ mod tests {
         let pairs = ticked.to_pairs();
         let (back, _) = SpeedResult::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
         assert_eq!(back, ticked);
+        // A nudged latency keeps the tick it was nudged past, and says so.
+        let nudged = SpeedResult {
+            unnudged: Some(Latency {
+                min_ms: 100.2,
+                median_ms: 100.2,
+                max_ms: 100.2,
+                tick_ms: Some(100.2),
+            }),
+            ..sample()
+        };
+        let pairs = nudged.to_pairs();
+        let (back, _) = SpeedResult::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert_eq!(back, nudged);
+        let text = back.latency_text();
+        assert!(
+            text.starts_with("0.610 ms (min 0.500, max 0.800), nudged by an empty submit every 2 ms (without: 100")
+                && text.ends_with("a timer's tick, not the GPU)"),
+            "{text}"
+        );
         let (old, errors) = SpeedResult::from_pairs([("round_trip_ms", "0.61")]);
         assert!(errors.is_empty());
         assert_eq!(old.latency.map(|l| (l.median_ms, l.tick_ms)), Some((0.61, None)));

@@ -98,17 +98,23 @@ async fn webgpu_runs_the_clis_gpu_text_and_the_speed_check(engine: Engine) {
         assert!(number(&card[1]) > 0.0 && number(&card[2]) > 0.0, "{card:?}");
         assert!(card[3].ends_with('%'), "{card:?}");
         // Firefox learns of finished GPU work on a 100 ms timer: the probe sees through it to
-        // the device (the native probe on lavapipe, Firefox's driver here), names the tick, and
-        // the verdict blames the tick, not the bandwidth.
+        // the device (the native probe on lavapipe, Firefox's driver here). The engine measured
+        // that tick when it was made and nudges the queue while it waits (an empty submit every
+        // 2 ms), so the card shows the nudged latency and names the tick it was nudged past, and
+        // the verdict does not blame a tick the decode no longer waits for.
         probe_agrees_with_native(&b, engine.name(), Some(LAVAPIPE_ICD)).await;
         let latency = b.text("speed-latency").await;
-        assert!(latency.contains("a timer's tick"), "{latency}");
+        println!("{}: completion latency {latency}", engine.name());
+        assert!(
+            latency.contains("nudged by an empty submit every 2 ms (without: ")
+                && latency.ends_with("a timer's tick, not the GPU)"),
+            "{latency}"
+        );
+        let nudged_ms = number(latency.split(" ms").next().unwrap_or(""));
+        assert!(nudged_ms < 20.0, "nudged latency {nudged_ms} ms: {latency}");
         let verdict = b.text("speed-floor-sentence").await;
         println!("{}: {verdict}", engine.name());
-        assert!(
-            verdict.starts_with("The browser's completion tick sets this speed"),
-            "{verdict}"
-        );
+        assert!(!verdict.contains("completion tick"), "{verdict}");
         b.screenshot(&screenshot_path(&format!("speed-check-{name}.png")))
             .await
             .unwrap();

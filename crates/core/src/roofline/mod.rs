@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+pub mod completion;
 pub mod floor;
 pub mod probe;
 

@@ -122,8 +122,8 @@ pub fn load(state: State, source: ModelSource, file: Option<&web_sys::File>) {
     if let Some(m) = source.setting() {
         state.settings.update(|s| s.model = (m != DEFAULT_MODEL).then_some(m));
     }
-    let backend = state.settings.get_untracked().backend;
-    port::send(&ToWorker::Load { source, backend }, file);
+    let (backend, nudge) = state.settings.with_untracked(|s| (s.backend, s.nudge));
+    port::send(&ToWorker::Load { source, backend, nudge }, file);
 }
 
 pub fn start() {
@@ -281,7 +281,12 @@ fn Badge(state: State) -> impl IntoView {
         Some(_) => "badge cpu",
         None => "badge",
     };
-    view! { <span class=badge_kind data-testid="backend" title="the engine that runs the model">{badge}</span> }
+    // Where WebGPU runs, how soon its results reach the page (and whether reads nudge).
+    let title = move || match state.model.get().and_then(|m| m.backend.completion) {
+        Some(c) => format!("the engine that runs the model; completion latency: {}", c.describe()),
+        None => "the engine that runs the model".into(),
+    };
+    view! { <span class=badge_kind data-testid="backend" title=title>{badge}</span> }
 }
 
 #[component]

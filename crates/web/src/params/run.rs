@@ -22,6 +22,10 @@ pub struct RunSettings {
     /// `ignore_eos=1` decodes past the model's end-of-text token, to `max_tokens` or the full
     /// context (llama.cpp's `--ignore-eos`, the CLI's too): a run of known length.
     pub ignore_eos: bool,
+    /// `nudge=0` keeps the WebGPU engine from nudging the queue while it waits for a result,
+    /// even where that would pay (tokscope-core's `roofline::completion`): to see the browser's
+    /// own completion latency.
+    pub nudge: bool,
 }
 
 /// Most tokens one run may ask for (the default model's context is 8,192).
@@ -41,6 +45,7 @@ impl Default for RunSettings {
             backend: BackendChoice::Auto,
             model: None,
             ignore_eos: false,
+            nudge: true,
         }
     }
 }
@@ -56,6 +61,7 @@ impl Settings for RunSettings {
             "chat" => s.chat = flag(v)?,
             "autorun" => s.autorun = flag(v)?,
             "ignore_eos" => s.ignore_eos = flag(v)?,
+            "nudge" => s.nudge = flag(v)?,
             "backend" => {
                 s.backend = match v {
                     "cpu" => BackendChoice::Cpu,
@@ -100,6 +106,9 @@ impl Settings for RunSettings {
         ];
         if self.ignore_eos {
             p.push(("ignore_eos", "1".into()));
+        }
+        if !self.nudge {
+            p.push(("nudge", "0".into()));
         }
         match self.backend {
             BackendChoice::Auto => {}
@@ -188,7 +197,9 @@ mod tests {
             ("top_k", "40"),
             ("backend", "cpu"),
             ("ignore_eos", "1"),
+            ("nudge", "0"),
         ]);
+        assert!(!s.nudge);
         let pairs = s.to_pairs();
         let (back, errors) = RunSettings::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
         assert!(errors.is_empty());

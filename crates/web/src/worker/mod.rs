@@ -6,6 +6,7 @@ mod cache;
 mod fetch;
 mod js;
 mod session;
+mod trial;
 
 use crate::protocol::{FromWorker, Request, ToWorker, parse};
 use futures_util::StreamExt;

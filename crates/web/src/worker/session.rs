@@ -6,6 +6,7 @@ use super::Job;
 use super::cache;
 use super::fetch::{self, Progress};
 use super::js::{describe, now_s, post, yield_now};
+use super::trial;
 use crate::protocol::{
     BackendChoice, BackendInfo, FromWorker, GenerateRequest, MemoryReport, ModelInfo, ModelSource, Phase, ProbeReport,
     Request, StopReason, ToWorker, TokenView,
@@ -15,6 +16,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 use tokscope_core::cpu::PREFILL_CHUNK;
+use tokscope_core::engine_trial::EngineTrial;
 use tokscope_core::gguf::Gguf;
 use tokscope_core::model::Model;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
@@ -62,6 +64,8 @@ pub struct Worker {
     /// The next recovery from a lost device finds no GPU (the "no GPU after" simulation): it
     /// lands on the CPU engine, as when a device is lost for good.
     no_gpu_after_loss: bool,
+    /// Whether a WebGPU engine may nudge the queue (the last Load's `nudge`).
+    nudge: bool,
 }
 
 impl Worker {
@@ -73,6 +77,7 @@ impl Worker {
             vocab: None,
             generation: 0,
             no_gpu_after_loss: false,
+            nudge: true,
         }
     }
 
@@ -82,7 +87,10 @@ impl Worker {
             Job::DeviceLost { .. } => Request::Recover,
         };
         let r = match job {
-            Job::Message(ToWorker::Load { source, backend }, file) => self.load(source, backend, file).await,
+            Job::Message(ToWorker::Load { source, backend, nudge }, file) => {
+                self.nudge = nudge;
+                self.load(source, backend, file).await
+            }
             Job::Message(ToWorker::Generate(req), _) => self.generate(req).await,
             Job::Message(ToWorker::ListCache, _) => list_cache().await,
             Job::Message(ToWorker::Forget { key }, _) => match cache::forget(key.as_deref()).await {
@@ -167,7 +175,9 @@ impl Worker {
         Ok(())
     }
 
-    /// The GPU engine when asked for and possible, else the CPU engine with the reason.
+    /// The engine asked for. `auto`: where WebGPU can run the model, both engines decode the
+    /// same few steps and the faster is kept (tokscope-core's `engine_trial`: which one wins
+    /// depends on the browser as much as the adapter); elsewhere the CPU engine, with the reason.
     async fn engine(
         &self,
         model: &Arc<Model<Vec<u8>>>,
@@ -176,21 +186,27 @@ impl Worker {
     ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
         let reason = match choice {
             BackendChoice::Cpu => "the CPU engine was chosen".to_string(),
-            BackendChoice::Auto | BackendChoice::Gpu => {
-                match self.gpu_engine(model, context, choice == BackendChoice::Gpu).await {
-                    Ok(ok) => return Ok(ok),
-                    Err(e) => e,
+            BackendChoice::Gpu => match self.gpu_engine(model, context).await {
+                Ok(ok) => return Ok(ok),
+                Err(e) => e,
+            },
+            BackendChoice::Auto => match self.gpu_engine(model, context).await {
+                Ok((mut gpu, mut info)) => {
+                    Progress::new(Phase::Trial, None).report(0, true);
+                    let (trial, cpu) = trial::run(&mut gpu, model, context).await?;
+                    if trial.use_gpu() {
+                        info.trial = Some(trial);
+                        return Ok((gpu, info));
+                    }
+                    // The GPU engine's buffers go with it; its device too, once unreferenced.
+                    drop(gpu);
+                    return Ok((cpu, cpu_info(trial.describe(), Some(trial))));
                 }
-            }
+                Err(e) => e,
+            },
         };
         let runner = Runner::cpu(model.clone(), context).map_err(|e| e.to_string())?;
-        let backend = BackendInfo {
-            gpu: false,
-            label: "CPU (WASM)".into(),
-            fallback_reason: Some(reason),
-            dispatches_per_token: None,
-        };
-        Ok((runner, backend))
+        Ok((runner, cpu_info(reason, None)))
     }
 
     // GpuEngine shares its context through an Arc; wgpu's wasm types are not Send (one thread).
@@ -199,7 +215,6 @@ impl Worker {
         &self,
         model: &Arc<Model<Vec<u8>>>,
         context: usize,
-        allow_software: bool,
     ) -> Result<(Runner<Vec<u8>>, BackendInfo), String> {
         if !super::js::has_webgpu_api() {
             return Err(super::js::without_webgpu());
@@ -209,15 +224,6 @@ impl Worker {
             Err(GpuError::NoAdapter(_)) => return Err(super::js::without_webgpu()),
             Err(e) => return Err(e.to_string()),
         };
-        if ctx.info.device_type == wgpu::DeviceType::Cpu && !allow_software {
-            let words = super::js::adapter_words()
-                .await
-                .unwrap_or_else(|| "a software adapter".into());
-            return Err(format!(
-                "this browser's WebGPU runs in software ({words}), slower here than the CPU engine; \
-                 add backend=gpu to the URL to use it anyway"
-            ));
-        }
         let (jobs, generation) = (self.jobs.clone(), self.generation);
         ctx.device.set_device_lost_callback(move |reason, message| {
             let _ = jobs.unbounded_send(Job::DeviceLost {
@@ -225,6 +231,11 @@ impl Worker {
                 message: format!("{reason:?}: {message}"),
             });
         });
+        // How soon completions reach the page, and the nudge where it pays (Firefox's 100 ms
+        // tick): measured once per device, before the engine's first read.
+        let completion = tokscope_gpu::completion::settle(&ctx, &now_s, self.nudge)
+            .await
+            .map_err(|e| e.to_string())?;
         let total = model.gguf.file_len();
         let mut progress = Progress::new(Phase::Upload, Some(total));
         let runner = ctx
@@ -255,6 +266,8 @@ impl Worker {
                 label,
                 fallback_reason: None,
                 dispatches_per_token,
+                completion: Some(completion),
+                trial: None,
             },
         ))
     }
@@ -371,6 +384,12 @@ impl Worker {
                     latency: r.latency,
                     gpu_read_gb_s: r.gpu_clock.map(|g| g.read_gb_s),
                     gpu_dispatch_us: r.gpu_clock.map(|g| g.dispatch_us),
+                    unnudged: self
+                        .loaded
+                        .as_ref()
+                        .and_then(|l| l.info.backend.completion)
+                        .filter(|c| c.nudging)
+                        .map(|c| c.plain),
                 }));
                 Ok(())
             }
@@ -641,6 +660,18 @@ fn synthetic(shape: &str, ty: &str) -> Result<(String, Vec<u8>), String> {
 
 /// The figures of `info` that follow the engine now running `model`: its name, its KV cache's
 /// bits (WebGPU's are 16, the CPU engine's 32) and so the bytes a token reads.
+/// The CPU engine's description, `reason` saying why it runs.
+fn cpu_info(reason: String, trial: Option<EngineTrial>) -> BackendInfo {
+    BackendInfo {
+        gpu: false,
+        label: "CPU (WASM)".into(),
+        fallback_reason: Some(reason),
+        dispatches_per_token: None,
+        completion: None,
+        trial,
+    }
+}
+
 fn on_engine(info: &mut ModelInfo, model: &Model<Vec<u8>>, runner: &Runner<Vec<u8>>, backend: BackendInfo) {
     info.bytes_per_token = model.bytes_per_token(0, runner.kv_value_bytes());
     info.kv_bits = runner.kv_value_bytes() as u32 * 8;

@@ -122,6 +122,7 @@ impl State {
             gb_s: probe.map(|p| p.read_gb_s),
             dispatch_us: probe.map(|p| p.dispatch_us),
             latency: probe.map(|p| p.latency),
+            unnudged: probe.and_then(|p| p.unnudged),
             gpu_gb_s: probe.and_then(|p| p.gpu_read_gb_s),
             gpu_dispatch_us: probe.and_then(|p| p.gpu_dispatch_us),
             dispatches: self

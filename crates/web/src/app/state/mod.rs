@@ -157,6 +157,12 @@ impl State {
     }
 
     fn note_backend(&self, info: &ModelInfo) {
+        if info.backend.gpu
+            && let Some(trial) = info.backend.trial
+        {
+            self.notice
+                .set(Some(format!("The model runs on WebGPU: {}.", trial.describe())));
+        }
         if let Some(reason) = info.backend.fallback_reason.as_ref()
             && self.settings.get_untracked().backend != BackendChoice::Cpu
         {
