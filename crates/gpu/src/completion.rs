@@ -31,7 +31,8 @@ impl Nudge {
 }
 
 /// Measures the completion latency of a 4-byte read-back, and where it is a timer's tick, the
-/// same nudged (unless `may_nudge` is false); leaves `ctx.nudge` on where that at least halves it, off elsewhere. `now`: seconds.
+/// same nudged (unless `may_nudge` is false); leaves `ctx.nudge` on where that at least halves
+/// it, off elsewhere. `now`: seconds.
 pub async fn settle(ctx: &GpuContext, now: &dyn Fn() -> f64, may_nudge: bool) -> Result<Completion, GpuError> {
     let staging = crate::readback::Staging::new(ctx, 4);
     let src = ctx.create_buffer(&wgpu::BufferDescriptor {

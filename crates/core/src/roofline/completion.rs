@@ -27,14 +27,6 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// The latency reads see from now on.
-    pub fn effective(&self) -> Latency {
-        match (self.nudging, self.nudged) {
-            (true, Some(n)) => n,
-            _ => self.plain,
-        }
-    }
-
     /// One line for a reader: the latency, and what the nudge did where it was tried.
     pub fn describe(&self) -> String {
         match self.nudged {
@@ -79,17 +71,21 @@ mod tests {
     }
 
     #[test]
-    fn the_effective_latency_is_the_nudged_one_only_while_nudging() {
+    fn the_sentence_says_what_the_nudge_did() {
         let (plain, nudged) = (lat(100.0), lat(3.0));
         let on = Completion {
             plain,
             nudged: Some(nudged),
             nudging: true,
         };
-        assert_eq!(on.effective(), nudged);
-        assert!(on.describe().contains("nudged"), "{}", on.describe());
+        assert_eq!(on.describe(), describe_nudged(&nudged, &plain));
+        assert!(
+            on.describe().starts_with(&nudged.describe())
+                && on.describe().ends_with(&format!("(without: {})", plain.describe())),
+            "{}",
+            on.describe()
+        );
         let off = Completion { nudging: false, ..on };
-        assert_eq!(off.effective(), plain);
         assert!(off.describe().contains("did not help"), "{}", off.describe());
         let untried = Completion {
             plain: lat(0.5),

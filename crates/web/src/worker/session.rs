@@ -193,14 +193,15 @@ impl Worker {
             BackendChoice::Auto => match self.gpu_engine(model, context).await {
                 Ok((mut gpu, mut info)) => {
                     Progress::new(Phase::Trial, None).report(0, true);
-                    let (trial, cpu) = trial::run(&mut gpu, model, context).await?;
-                    if trial.use_gpu() {
-                        info.trial = Some(trial);
-                        return Ok((gpu, info));
+                    match trial::run(&mut gpu, model, context).await {
+                        Ok((trial, _)) if trial.use_gpu() => {
+                            info.trial = Some(trial);
+                            return Ok((gpu, info));
+                        }
+                        // The GPU engine's buffers go with it; its device too, once unreferenced.
+                        Ok((trial, cpu)) => return Ok((cpu, cpu_info(trial.describe(), Some(trial)))),
+                        Err(e) => format!("timing WebGPU against the CPU engine failed: {e}"),
                     }
-                    // The GPU engine's buffers go with it; its device too, once unreferenced.
-                    drop(gpu);
-                    return Ok((cpu, cpu_info(trial.describe(), Some(trial))));
                 }
                 Err(e) => e,
             },
@@ -658,8 +659,6 @@ fn synthetic(shape: &str, ty: &str) -> Result<(String, Vec<u8>), String> {
     Ok((format!("synthetic {} {t}", spec.name), spec.build(t, 1)?))
 }
 
-/// The figures of `info` that follow the engine now running `model`: its name, its KV cache's
-/// bits (WebGPU's are 16, the CPU engine's 32) and so the bytes a token reads.
 /// The CPU engine's description, `reason` saying why it runs.
 fn cpu_info(reason: String, trial: Option<EngineTrial>) -> BackendInfo {
     BackendInfo {
@@ -672,6 +671,8 @@ fn cpu_info(reason: String, trial: Option<EngineTrial>) -> BackendInfo {
     }
 }
 
+/// The figures of `info` that follow the engine now running `model`: its name, its KV cache's
+/// bits (WebGPU's are 16, the CPU engine's 32) and so the bytes a token reads.
 fn on_engine(info: &mut ModelInfo, model: &Model<Vec<u8>>, runner: &Runner<Vec<u8>>, backend: BackendInfo) {
     info.bytes_per_token = model.bytes_per_token(0, runner.kv_value_bytes());
     info.kv_bits = runner.kv_value_bytes() as u32 * 8;
