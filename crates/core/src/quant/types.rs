@@ -162,7 +162,7 @@ impl GgmlType {
     }
 
     /// Types that tokscope's engines can execute (dequantize and dot).
-    /// (The GPU engine runs a subset: `tokscope_gpu::matvec::entry_point` says which.)
+    /// (The GPU engine runs all of them: `tokscope_gpu::matvec::entry_point` names each kernel.)
     pub const SUPPORTED: [GgmlType; 13] = [
         GgmlType::F32,
         GgmlType::F16,
