@@ -285,9 +285,6 @@ async fn probe(
             let start = now();
             ctx.queue.submit([enc.finish()]);
             let mut out = Vec::new();
-            #[cfg(not(target_arch = "wasm32"))]
-            staging.read(ctx, read, &mut out)?;
-            #[cfg(target_arch = "wasm32")]
             staging.read_async(ctx, read, &mut out).await?;
             settle(start);
             let wall = now() - start;

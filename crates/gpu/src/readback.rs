@@ -39,20 +39,13 @@ impl Staging {
         Ok(())
     }
 
-    /// Waits for the submitted work and reads the first `bytes` (native only).
+    /// Waits for the submitted work and reads the first `bytes` (native only): [`read_async`]
+    /// polls the device before it awaits, so blocking on it returns at once.
+    ///
+    /// [`read_async`]: Staging::read_async
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read(&self, ctx: &GpuContext, bytes: u64, out: &mut Vec<u8>) -> Result<(), GpuError> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.buf.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        ctx.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
-        rx.recv()
-            .map_err(|e| GpuError::Readback(e.to_string()))?
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
-        self.take(bytes, out)
+        pollster::block_on(self.read_async(ctx, bytes, out))
     }
 
     /// Awaits the map (the browser's event loop drives it) and reads the first `bytes`; where

@@ -147,6 +147,13 @@ impl Settings for SpeedResult {
                 x => Err(format!("must be a positive number, got {x}")),
             }
         };
+        // A latency known by one figure until the others arrive.
+        let flat = |x| Latency {
+            min_ms: x,
+            median_ms: x,
+            max_ms: x,
+            tick_ms: None,
+        };
         match key {
             "adapter" => self.adapter = v.into(),
             "browser" => self.browser = v.into(),
@@ -157,12 +164,7 @@ impl Settings for SpeedResult {
             "gpu_dispatch_us" => self.gpu_dispatch_us = Some(positive(v)?),
             "latency_ms" | "latency_min_ms" | "latency_max_ms" | "tick_ms" | "round_trip_ms" => {
                 let x = positive(v)?;
-                let l = self.latency.get_or_insert(Latency {
-                    min_ms: x,
-                    median_ms: x,
-                    max_ms: x,
-                    tick_ms: None,
-                });
+                let l = self.latency.get_or_insert(flat(x));
                 match key {
                     "latency_min_ms" => l.min_ms = x,
                     "latency_max_ms" => l.max_ms = x,
@@ -173,12 +175,7 @@ impl Settings for SpeedResult {
             }
             "unnudged_ms" | "unnudged_tick_ms" => {
                 let x = positive(v)?;
-                let l = self.unnudged.get_or_insert(Latency {
-                    min_ms: x,
-                    median_ms: x,
-                    max_ms: x,
-                    tick_ms: None,
-                });
+                let l = self.unnudged.get_or_insert(flat(x));
                 match key {
                     "unnudged_tick_ms" => l.tick_ms = Some(x),
                     _ => (l.min_ms, l.median_ms, l.max_ms) = (x, x, x),
