@@ -74,6 +74,11 @@ pub struct GenerateArgs {
     pub ignore_eos: bool,
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     pub backend: Backend,
+    /// GPU decode steps a submit: `auto` (from the measured round trip and step time), a
+    /// number up to 64, or 0 for one step a submit with each token read back. Greedy decoding
+    /// chains; sampled decoding and the CPU engine run a step at a time.
+    #[arg(long, default_value = "auto", value_parser = tokscope_gpu::decode::Chain::parse)]
+    pub chain: tokscope_gpu::decode::Chain,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -146,6 +151,11 @@ pub struct BenchArgs {
     /// Measure a table instead: the same weights at every precision of the dial, or every batch.
     #[arg(long, value_enum)]
     pub sweep: Option<Sweep>,
+    /// GPU decode steps a submit: `auto` (from the measured round trip and step time), a
+    /// number up to 64, or 0 for one step a submit with each token read back. Greedy decoding
+    /// chains; sampled decoding and the CPU engine run a step at a time.
+    #[arg(long, default_value = "auto", value_parser = tokscope_gpu::decode::Chain::parse)]
+    pub chain: tokscope_gpu::decode::Chain,
     #[arg(long)]
     pub json: bool,
 }

@@ -14,6 +14,7 @@ use tokscope_core::roofline::mbu;
 use tokscope_core::sampling::{Sampler, SamplingParams};
 use tokscope_core::stats::median;
 use tokscope_core::tokenizer::Tokenizer;
+use tokscope_gpu::decode::{Chain, Decode, why_not_chained};
 use tokscope_gpu::engine::{Profile, Want};
 use tokscope_gpu::probe::ProbeResult;
 use tokscope_gpu::runner::Runner;
@@ -36,6 +37,13 @@ struct BenchReport {
     runs: usize,
     decode_tok_s: f64,
     decode_tok_s_runs: Vec<f64>,
+    /// Chained decode: the steps one submit held on average, and the host's wait for results
+    /// per token (ms: time blocked on a chunk's read-back ÷ its steps); `None` where each step
+    /// was its own submit.
+    steps_per_submit: Option<f64>,
+    host_wait_ms_per_token: Option<f64>,
+    /// How the decode submitted its steps: "chained", or why one step a submit.
+    chain: String,
     prefill_tok_s: f64,
     prompt_tokens: usize,
     /// Mean over the decoded positions: weights + the KV cache read at each position.
@@ -101,19 +109,25 @@ pub fn bench_context<B: AsRef<[u8]>>(model: &Model<B>, prompt: &[u32], tokens: u
 
 pub struct Measured {
     pub decode_runs: Vec<f64>,
+    /// Chained decode's steps per submit and the host's wait per token (seconds), over the
+    /// timed runs; `None` where each step was its own submit.
+    pub chained: Option<(f64, f64)>,
     pub prefill_runs: Vec<f64>,
     /// Mean over the decoded positions: weights + the KV cache read at each position.
     pub bytes_per_token: f64,
 }
 
-/// Warms up, then times `runs` decodes of `tokens` (after a short prompt) and `runs` prefills of
-/// the whole prompt.
+/// Warms up, then times `runs` decodes of `tokens` (after a short prompt; steps chained as
+/// `chain` says, decode.rs) and `runs` prefills of the whole prompt. `latency_s`: the device's
+/// completion latency.
 pub fn measure<B: AsRef<[u8]>>(
     engine: &mut Runner<B>,
     model: &Model<B>,
     prompt: &[u32],
     tokens: usize,
     runs: usize,
+    chain: Chain,
+    latency_s: f64,
 ) -> Result<Measured, String> {
     let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
     let mut greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
@@ -125,15 +139,25 @@ pub fn measure<B: AsRef<[u8]>>(
         engine.decode(0, &mut greedy).map_err(|e| e.to_string())?;
     }
     let mut decode_runs = Vec::with_capacity(runs);
+    let (mut steps, mut chunks, mut waited) = (0, 0, 0.0);
+    let clock = Instant::now();
+    let now = || clock.elapsed().as_secs_f64();
     for _ in 0..runs {
         engine.reset();
-        let mut next = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
+        let first = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
         let start = Instant::now();
+        let mut d =
+            Decode::start(engine, &greedy, first, tokens, chain, latency_s, now()).map_err(|e| e.to_string())?;
         for _ in 0..tokens {
-            next = engine.decode(next, &mut greedy).map_err(|e| e.to_string())?;
+            d.next_blocking(engine, &mut greedy, &now).map_err(|e| e.to_string())?;
         }
         decode_runs.push(tokens as f64 / start.elapsed().as_secs_f64());
+        if let Some(c) = d.chained() {
+            (steps, chunks, waited) = (steps + c.steps_read, chunks + c.chunks, waited + c.waited_s);
+        }
+        d.stop(engine);
     }
+    let chained = (chunks > 0).then(|| (steps as f64 / chunks as f64, waited / steps as f64));
     let mut prefill_runs = Vec::with_capacity(runs);
     for _ in 0..runs {
         engine.reset();
@@ -148,6 +172,7 @@ pub fn measure<B: AsRef<[u8]>>(
         / tokens as f64;
     Ok(Measured {
         decode_runs,
+        chained,
         prefill_runs,
         bytes_per_token,
     })
@@ -178,11 +203,15 @@ pub fn run(a: BenchArgs) -> CliResult {
     let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
     let context = bench_context(&model, &prompt, a.tokens)?;
     let mut engine = engine::new(a.backend, model.clone(), context)?;
+    let latency_s = engine::completion_latency_s(&mut engine)?;
+    let greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
+    let chain_note = why_not_chained(&mut engine, &greedy, a.chain);
     let Measured {
         decode_runs,
+        chained,
         prefill_runs,
         bytes_per_token,
-    } = measure(&mut engine, &model, &prompt, a.tokens, a.runs)?;
+    } = measure(&mut engine, &model, &prompt, a.tokens, a.runs, a.chain, latency_s)?;
     let decode_tok_s = median(&decode_runs);
     let (backend, adapter, gpu) = match &mut engine {
         Runner::Cpu { .. } => ("cpu", cpu_label(), None),
@@ -209,6 +238,7 @@ pub fn run(a: BenchArgs) -> CliResult {
         dispatch_us: f.probe.dispatch_us,
         latency_ms: f.probe.latency.median_ms,
         tick_ms: f.probe.latency.tick_ms,
+        steps_per_submit: chained.map_or(1.0, |c| c.0),
     });
     let floor = floor_inputs.and_then(|i| i.floor().ok());
     let report = BenchReport {
@@ -221,6 +251,9 @@ pub fn run(a: BenchArgs) -> CliResult {
         runs: a.runs,
         decode_tok_s,
         decode_tok_s_runs: decode_runs,
+        steps_per_submit: chained.map(|c| c.0),
+        host_wait_ms_per_token: chained.map(|c| c.1 * 1e3),
+        chain: chain_note.unwrap_or_else(|| "chained".into()),
         prefill_tok_s: median(&prefill_runs),
         prompt_tokens: prompt.len(),
         bytes_per_token,
@@ -249,6 +282,13 @@ pub fn run(a: BenchArgs) -> CliResult {
         "decode:           {:.1} tok/s (median of {} runs of {} tokens, batch {})",
         report.decode_tok_s, a.runs, a.tokens, a.batch
     );
+    match (report.steps_per_submit, report.host_wait_ms_per_token) {
+        (Some(k), Some(w)) => println!(
+            "chained:          {k:.1} steps a submit; the host waited {w:.3} ms a token for results, beside a {:.3} ms step",
+            1e3 / report.decode_tok_s
+        ),
+        _ => println!("chained:          no — {}", report.chain),
+    }
     println!(
         "prefill:          {:.1} tok/s ({} prompt tokens)",
         report.prefill_tok_s, report.prompt_tokens

@@ -9,6 +9,7 @@ use std::time::Instant;
 use tokscope_core::cpu::EngineError;
 use tokscope_core::prompt::{chat_template, prompt_tokens};
 use tokscope_core::sampling::{Sampler, SamplingParams};
+use tokscope_gpu::decode::{Decode, why_not_chained};
 
 pub fn run(a: GenerateArgs) -> CliResult {
     let params = SamplingParams {
@@ -35,6 +36,7 @@ pub fn run(a: GenerateArgs) -> CliResult {
         .to_string());
     }
     let mut engine = engine::new(a.backend, loaded.model.clone(), context)?;
+    let latency_s = engine::completion_latency_s(&mut engine)?;
 
     let start = Instant::now();
     let mut next = engine.prefill(&tokens, &mut sampler).map_err(|e| e.to_string())?;
@@ -44,6 +46,10 @@ pub fn run(a: GenerateArgs) -> CliResult {
     let mut generated = 0;
     let mut note = None;
     let decode_start = Instant::now();
+    let now = || decode_start.elapsed().as_secs_f64();
+    let budget = (a.max_tokens.saturating_sub(1)).min(context - tokens.len());
+    let mut decode =
+        Decode::start(&mut engine, &sampler, next, budget, a.chain, latency_s, now()).map_err(|e| e.to_string())?;
     while generated < a.max_tokens {
         if !a.ignore_eos && tok.is_stop(next) {
             break;
@@ -57,13 +63,18 @@ pub fn run(a: GenerateArgs) -> CliResult {
         if generated == a.max_tokens {
             break;
         }
-        if let Some(capacity) = engine.full() {
-            note = Some(format!("stopped: context full ({capacity} tokens)"));
+        if decode.full(&engine) {
+            note = Some(format!("stopped: context full ({context} tokens)"));
             break;
         }
-        next = engine.decode(next, &mut sampler).map_err(|e| e.to_string())?;
+        next = decode
+            .next_blocking(&mut engine, &mut sampler, &now)
+            .map_err(|e| e.to_string())?
+            .0;
     }
     let decode_s = decode_start.elapsed().as_secs_f64();
+    let chained = decode.chained().map(|c| (c.steps_read, c.chunks));
+    decode.stop(&mut engine);
     let _ = writeln!(out);
     drop(out);
     let prefill_s = ttft.as_secs_f64();
@@ -73,6 +84,16 @@ pub fn run(a: GenerateArgs) -> CliResult {
     let steps = generated.saturating_sub(1);
     if steps > 0 {
         eprintln!("decode: {:.1} tok/s ({generated} tokens)", steps as f64 / decode_s);
+        match chained {
+            Some((steps, chunks)) if chunks > 0 => eprintln!(
+                "chained: {steps} steps in {chunks} submits ({:.1} a submit)",
+                steps as f64 / chunks as f64
+            ),
+            _ => eprintln!(
+                "chained: no — {}",
+                why_not_chained(&mut engine, &sampler, a.chain).unwrap_or_default()
+            ),
+        }
     } else {
         eprintln!("decode: n/a ({generated} tokens)");
     }

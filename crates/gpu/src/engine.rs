@@ -59,22 +59,26 @@ pub enum Want {
 }
 
 pub struct GpuEngine<B> {
-    model: Arc<Model<B>>,
+    pub(crate) model: Arc<Model<B>>,
     pub ctx: Arc<GpuContext>,
     weights: Arc<Weights>,
-    kernels: Kernels,
-    state: Sequences,
-    dispatches: Vec<Dispatch>,
-    /// The layers' dispatches (the rest: the head's slices and top-k).
-    layer_dispatches: usize,
+    pub(crate) kernels: Kernels,
+    pub(crate) state: Sequences,
+    pub(crate) dispatches: Vec<Dispatch>,
+    /// The layers' dispatches, the embedding lookup's first (the rest: the head's slices and
+    /// top-k).
+    pub(crate) layer_dispatches: usize,
     /// What the last submit leaves to read back: per column, for this many columns.
     pending: Option<(Want, usize)>,
-    read_buf: Vec<u8>,
+    pub(crate) read_buf: Vec<u8>,
     /// Tokens in each sequence's cache.
-    pos: Vec<usize>,
-    /// The pass's embedding rows and rotations, column after column.
+    pub(crate) pos: Vec<usize>,
+    /// The pass's embedding rows (where the host writes them: no lookup kernel for the
+    /// embedding's type) and rotations, column after column.
     embed_rows: Vec<f32>,
     cos_sin: Vec<f32>,
+    /// Chunks of chained steps submitted and not yet read (chain.rs).
+    pub(crate) chain: crate::chain::InFlight,
 }
 
 impl<B: AsRef<[u8]>> GpuEngine<B> {
@@ -146,7 +150,14 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let (dispatches, layer_dispatches) = crate::graph::build(&ctx, &model, &mut kernels, &weights, &state);
         Ok(Self {
             cos_sin: vec![0.0; state.inv_freqs.len() * MAX_COLUMNS * c.head_dim],
-            embed_rows: vec![0.0; MAX_COLUMNS * c.d_model],
+            embed_rows: vec![
+                0.0;
+                if kernels.embed.is_some() {
+                    0
+                } else {
+                    MAX_COLUMNS * c.d_model
+                }
+            ],
             pos: vec![0; seqs],
             model,
             ctx,
@@ -157,6 +168,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             layer_dispatches,
             pending: None,
             read_buf: Vec::new(),
+            chain: Default::default(),
         })
     }
 
@@ -175,9 +187,15 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         self.pos.len()
     }
 
-    /// Empties every sequence's cache.
+    /// Empties every sequence's cache (and forgets chained chunks not yet read).
     pub fn reset(&mut self) {
         self.pos.fill(0);
+        self.chain.clear();
+    }
+
+    /// Whether the token embedding is looked up on the GPU (embed.rs), as chained steps need.
+    pub fn looks_up_embedding(&self) -> bool {
+        self.kernels.embed.is_some()
     }
 
     pub fn context_capacity(&self) -> usize {
@@ -232,7 +250,9 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 }
                 .into());
             }
-            self.model.embed(token, &mut self.embed_rows[j * d..(j + 1) * d]);
+            if !self.looks_up_embedding() {
+                self.model.embed(token, &mut self.embed_rows[j * d..(j + 1) * d]);
+            }
             for (t, inv_freq) in self.state.inv_freqs.iter().enumerate() {
                 let at = (t * MAX_COLUMNS + j) * hd;
                 let (cos, sin) = self.cos_sin[at..at + hd].split_at_mut(half);
@@ -243,9 +263,8 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             pos[seq] += 1;
         }
         step.n = n as u32;
-        // Positions the longest column attends to: one share per workgroup's worth of them.
         let longest = cols.iter().map(|&(seq, _)| pos[seq]).max().unwrap_or(1);
-        let splits = longest.div_ceil(self.kernels.ops_wg).clamp(1, self.state.max_splits) as u32;
+        let splits = self.splits(longest);
         step.splits = splits;
         let (from, want) = head.unwrap_or((n, Want::Top(1)));
         step.head_from = from as u32;
@@ -254,7 +273,12 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             Want::Logits => 0,
         };
         let q = &self.ctx.queue;
-        q.write_buffer(&self.state.x, 0, bytemuck::cast_slice(&self.embed_rows[..n * d]));
+        if self.looks_up_embedding() {
+            let tokens: Vec<u32> = cols.iter().map(|&(_, t)| t).collect();
+            q.write_buffer(&self.state.tokens, 0, bytemuck::cast_slice(&tokens));
+        } else {
+            q.write_buffer(&self.state.x, 0, bytemuck::cast_slice(&self.embed_rows[..n * d]));
+        }
         q.write_buffer(&self.state.rope, 0, bytemuck::cast_slice(&self.cos_sin));
         q.write_buffer(&self.state.step, 0, bytemuck::bytes_of(&step));
         self.pos = pos;
@@ -263,6 +287,12 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             head: n - from,
             splits,
         })
+    }
+
+    /// Attention's shares per (column, head) for a pass whose longest column attends to
+    /// `longest` positions: one share per workgroup's worth of them.
+    pub(crate) fn splits(&self, longest: usize) -> u32 {
+        longest.div_ceil(self.kernels.ops_wg).clamp(1, self.state.max_splits) as u32
     }
 
     fn copy_result(&self, enc: &mut wgpu::CommandEncoder, want: Want, columns: usize) {
@@ -299,6 +329,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
 
     /// One pass over `cols`, its result (from column `head.0` on) copied for read-back.
     fn submit_columns(&mut self, cols: &[(usize, u32)], head: Option<(usize, Want)>) -> Result<(), GpuEngineError> {
+        self.chain.clear();
         let columns = self.prepare(cols, head)?;
         let upto = match head {
             Some(_) => self.dispatches.len(),

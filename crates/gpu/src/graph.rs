@@ -3,15 +3,17 @@
 //! records ([`build`]), bound to the shared weights (weights.rs) and one engine's sequence state
 //! (sequences.rs).
 //!
-//! Five dispatches per layer, each a fused kernel:
+//! First the embedding lookup (embed.rs; none where the host writes the rows), then five
+//! dispatches per layer, each a fused kernel:
 //! 1. RMSNorm → Q·K·V (one stacked matrix) → RoPE on Q and K, K and V into the cache;
 //! 2. attention of the one query over the cache, split across workgroups (flash-decoding);
 //! 3. the attention shares combined, the output projection, added into the residual stream;
 //! 4. RMSNorm → gate·up (rows interleaved) → SwiGLU;
 //! 5. down projection, added into the residual stream;
 //!
-//! then RMSNorm → output head, and top-k of the logits: 5 × layers + 3 with top-k's two stages
-//! (153 for SmolLM2; an output head larger than one binding takes one dispatch per row slice).
+//! then RMSNorm → output head, and top-k of the logits: 5 × layers + 4 with the lookup and
+//! top-k's two stages (154 for SmolLM2; an output head or embedding larger than one binding
+//! takes one dispatch per row slice).
 //! Families other than llama add a Q/K/V step (head norms, biases, RoPE on halves) and Gemma 3
 //! its post-norms.
 
@@ -87,6 +89,8 @@ pub enum KernelClass {
     TopK,
     /// Per-head Q/K norms with RoPE, post-norm residual adds (families other than llama).
     Norms,
+    /// The token embedding's row, looked up on the GPU.
+    Embed,
 }
 
 impl KernelClass {
@@ -101,6 +105,7 @@ impl KernelClass {
             KernelClass::Head => "head",
             KernelClass::TopK => "top_k",
             KernelClass::Norms => "norms",
+            KernelClass::Embed => "embed",
         }
     }
 }
@@ -128,6 +133,8 @@ pub(crate) enum Dispatch {
     QkvPost(wgpu::BindGroup, u32),
     /// A post-norm residual add (gemma3), per column.
     NormAdd(wgpu::BindGroup),
+    /// The embedding lookup of one row slice: (bindings, workgroups per column).
+    Embed(wgpu::BindGroup, u32),
 }
 
 // Only `profile` (native) asks.
@@ -139,6 +146,7 @@ impl Dispatch {
             Dispatch::Attention(..) => KernelClass::Attention,
             Dispatch::TopK(_) | Dispatch::TopKChunks(..) => KernelClass::TopK,
             Dispatch::QkvPost(..) | Dispatch::NormAdd(_) => KernelClass::Norms,
+            Dispatch::Embed(..) => KernelClass::Embed,
         }
     }
 }
@@ -171,6 +179,8 @@ pub(crate) struct Kernels {
     pub qkv_post: Option<wgpu::ComputePipeline>,
     /// Gemma 3's post-norm residual adds.
     pub norm_add: Option<wgpu::ComputePipeline>,
+    /// The embedding lookup, where the embedding's type has a kernel for it (embed.rs).
+    pub embed: Option<wgpu::ComputePipeline>,
     /// ops.wgsl's workgroup size: a pass takes one attention share per this many positions.
     pub ops_wg: usize,
 }
@@ -227,6 +237,7 @@ impl Kernels {
                 .family
                 .post_norms()
                 .then(|| ctx.pipeline_with(&module, "norm_add", &ops_workgroup)),
+            embed: crate::embed::pipeline(ctx, model.desc.token_embd.ty),
             ops_wg,
         })
     }
@@ -253,6 +264,11 @@ impl Kernels {
                 (1, 1, n),
             ),
             Dispatch::TopK(bind) => run(&self.top_k, bind, (1, 1, head)),
+            Dispatch::Embed(bind, groups) => run(
+                self.embed.as_ref().expect("made with its dispatches"),
+                bind,
+                (*groups, 1, n),
+            ),
             Dispatch::TopKChunks(bind, chunks) => run(
                 &self.top_k_chunks.as_ref().expect("made with its dispatch").0,
                 bind,
@@ -350,6 +366,12 @@ pub(crate) fn build<B: AsRef<[u8]>>(
 ) -> (Vec<Dispatch>, usize) {
     let b = Binder { ctx, model, s };
     let mut dispatches = Vec::new();
+    if let (Some(pipeline), Some(slices)) = (k.embed.as_ref(), w.embedding(model)) {
+        let scale = model.config.embed_scale();
+        for (bind, groups) in crate::embed::bind(ctx, pipeline, slices, scale, &s.tokens, &s.x) {
+            dispatches.push(Dispatch::Embed(bind, groups));
+        }
+    }
     for (li, lw) in w.layers.iter().enumerate() {
         layer(&b, k, li, lw, &mut dispatches);
     }

@@ -2,8 +2,12 @@
 //! SwiftShader on the CPU in tests) and in the browser (WebGPU).
 
 pub mod batch;
+pub mod chain;
+pub mod chained;
 pub mod completion;
+pub mod decode;
 pub mod device;
+pub mod embed;
 pub mod engine;
 mod engine_error;
 pub mod fused;

@@ -169,10 +169,10 @@ pub struct GpuMatrix {
     pub rows: usize,
     pub cols: usize,
     pub weights: wgpu::Buffer,
-    scales_at: usize,
-    qh_at: usize,
+    pub(crate) scales_at: usize,
+    pub(crate) qh_at: usize,
     /// Rows interleaved per tile group (repack.rs); must be the kernels' `Shape::rows`.
-    group: usize,
+    pub(crate) group: usize,
 }
 
 impl GpuMatrix {

@@ -127,6 +127,14 @@ impl<B: AsRef<[u8]>> Runner<B> {
         self.finish(sampler)
     }
 
+    /// The GPU engine, where this runner is one (chained decode drives it directly).
+    pub fn gpu_engine(&mut self) -> Option<&mut GpuEngine<B>> {
+        match self {
+            Runner::Cpu { .. } => None,
+            Runner::Gpu(e) => Some(e),
+        }
+    }
+
     pub fn reset(&mut self) {
         match self {
             Runner::Cpu { engine, next } => {

@@ -3,6 +3,7 @@
 //! token fills in, the logits and top-k candidates, and the staging buffer results come back
 //! through. Made per engine; the weights it runs over are shared (weights.rs).
 
+use crate::chain::{CHAIN_RESULT_BYTES, MAX_CHAIN};
 use crate::graph::{Kernels, MAX_TOP_K, TOP_K_CHUNK};
 use crate::matvec::{MAX_COLUMNS, Shares, Step};
 use crate::readback::Staging;
@@ -26,6 +27,16 @@ fn max_splits(device_type: wgpu::DeviceType, capacity: usize, per_share: usize) 
         _ => 32,
     };
     capacity.div_ceil(per_share).clamp(1, cap)
+}
+
+/// A buffer that only copies read from and write to.
+fn copied(ctx: &GpuContext, label: &str, bytes: usize) -> wgpu::Buffer {
+    ctx.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes as u64,
+        usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
 }
 
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
@@ -64,6 +75,15 @@ pub(crate) struct Sequences {
     pub proj: wgpu::Buffer,
     pub step: wgpu::Buffer,
     pub staging: Staging,
+    /// Each column's token, for the embedding lookup on the GPU (embed.rs).
+    pub tokens: wgpu::Buffer,
+    /// A chain's steps (chain.rs): each one's step uniform and RoPE rows, copied into `step`
+    /// and `rope` before it; each one's candidate; and two staging buffers, so one chunk's
+    /// read-back overlaps the next chunk's work.
+    pub chain_steps: wgpu::Buffer,
+    pub chain_rope: wgpu::Buffer,
+    pub chain_out: wgpu::Buffer,
+    pub chain_staging: [Staging; 2],
 }
 
 impl Sequences {
@@ -148,6 +168,11 @@ impl Sequences {
                 mapped_at_creation: false,
             }),
             staging: Staging::new(ctx, (seqs * (c.vocab_size * 4).max(MAX_TOP_K * 8)) as u64),
+            tokens: storage(ctx, "tokens", n),
+            chain_steps: copied(ctx, "chain steps", MAX_CHAIN * std::mem::size_of::<Step>()),
+            chain_rope: copied(ctx, "chain rope", MAX_CHAIN * inv_freqs.len() * c.head_dim * 4),
+            chain_out: copied(ctx, "chain tokens", MAX_CHAIN * CHAIN_RESULT_BYTES),
+            chain_staging: [0, 1].map(|_| Staging::new(ctx, (MAX_CHAIN * CHAIN_RESULT_BYTES) as u64)),
             inv_freqs,
             layer_table,
         })

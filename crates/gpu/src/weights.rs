@@ -37,6 +37,10 @@ pub struct Weights {
     /// The output head in row slices that each fit one binding (a 128k or 262k vocabulary can
     /// exceed a device's 128 MiB): the rows each slice holds, and the slice.
     pub head: Vec<(Range<usize>, GpuMatrix)>,
+    /// The token embedding in the same row slices, for the lookup on the GPU (embed.rs): the
+    /// head's own slices where it is tied to the embedding (nothing uploaded twice), else its
+    /// own upload; empty where its type has no lookup kernel (the host then writes the rows).
+    embedding: Vec<(Range<usize>, GpuMatrix)>,
 }
 
 /// Whether a layer's Q, K and V share a type, so one stacked matrix can hold them (Q4_K_M files
@@ -118,26 +122,45 @@ impl Weights {
                 post_ffn_norm: post(&l.post_ffn_norm),
             });
         }
-        let w = &model.desc.output;
-        let (ty, bytes) = fuse(model, &[w], false);
         let limit = ctx
             .limits
             .max_storage_buffer_binding_size
             .min(ctx.limits.max_buffer_size);
-        let row_bytes = ty.bytes_for(w.cols as u64).expect("whole blocks") as usize;
-        let slices = row_slices(w.rows, row_bytes, group, limit);
-        let mut head = Vec::with_capacity(slices.len());
-        for rows in slices.iter().cloned() {
-            let name = match slices.len() {
-                1 => w.name.clone(),
-                _ => format!("{} rows {}..{}", w.name, rows.start, rows.end),
-            };
-            head.push((rows.clone(), put(&name, ty, w.cols, &bytes, rows)?));
-        }
+        // A matrix in row slices that each fit one binding.
+        let mut sliced = |w: &Weight| {
+            let (ty, bytes) = fuse(model, &[w], false);
+            let row_bytes = ty.bytes_for(w.cols as u64).expect("whole blocks") as usize;
+            let slices = row_slices(w.rows, row_bytes, group, limit);
+            let mut out = Vec::with_capacity(slices.len());
+            for rows in slices.iter().cloned() {
+                let name = match slices.len() {
+                    1 => w.name.clone(),
+                    _ => format!("{} rows {}..{}", w.name, rows.start, rows.end),
+                };
+                out.push((rows.clone(), put(&name, ty, w.cols, &bytes, rows)?));
+            }
+            Ok::<_, GpuError>(out)
+        };
+        let head = sliced(&model.desc.output)?;
+        let embd = &model.desc.token_embd;
+        let embedding = match crate::embed::kernel_type(embd.ty) {
+            Some(_) if !model.desc.tied_output => sliced(embd)?,
+            _ => Vec::new(),
+        };
         Ok(Self {
             layers,
             output_norm: table(ctx, &model.dequantized(&model.desc.output_norm)),
             head,
+            embedding,
+        })
+    }
+
+    /// The token embedding's row slices on the GPU, where the lookup runs there (embed.rs).
+    pub fn embedding<B: AsRef<[u8]>>(&self, model: &Model<B>) -> Option<&[(Range<usize>, GpuMatrix)]> {
+        crate::embed::kernel_type(model.desc.token_embd.ty)?;
+        Some(match model.desc.tied_output {
+            true => &self.head,
+            false => &self.embedding,
         })
     }
 }

@@ -98,7 +98,10 @@ fn chunked_prefill_and_decode_match_cpu_engine_for_every_weight_type() {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
-        assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2);
+        // The embedding lookup where its type has a kernel (the K-quants' rows come from the host).
+        let lookup = tokscope_gpu::embed::kernel_type(ty).is_some() as usize;
+        assert_eq!(gpu.looks_up_embedding(), lookup == 1, "{ty}");
+        assert_eq!(gpu.dispatches_per_token(), lookup + 2 * 5 + 2);
         let want = cpu.prefill(&prompt).unwrap().to_vec();
         let got = gpu.prefill(&prompt, Want::Logits).unwrap().into_logits();
         assert_logits_close(ty, 0, &got, &want);
@@ -273,7 +276,7 @@ fn top_k_over_chunks_of_a_large_vocabulary() {
     let mut top = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
     assert_eq!(
         top.dispatches_per_token(),
-        2 * 5 + 1 + 2,
+        1 + 2 * 5 + 1 + 2,
         "the head, then two top-k stages"
     );
     for (i, &t) in [5u32, 9_999, 4_096, 300].iter().enumerate() {
@@ -302,8 +305,8 @@ fn an_output_head_larger_than_a_binding_runs_in_slices() {
     assert!(head_bytes > 2 * 16 * 1024, "{head_bytes}");
     let mut cpu = CpuEngine::new(model.clone(), 32).unwrap();
     let mut gpu = GpuEngine::new(ctx, model, 32, |_, _| {}).unwrap();
-    // 3 slices: two more dispatches than one head.
-    assert_eq!(gpu.dispatches_per_token(), 2 * 5 + 2 + 2);
+    // 3 slices: two more dispatches than one head, and three lookups (one a slice).
+    assert_eq!(gpu.dispatches_per_token(), 3 + 2 * 5 + 2 + 2);
     for (i, &t) in TOKENS[..4].iter().enumerate() {
         let want = cpu.decode(t).unwrap().to_vec();
         assert_logits_close(GgmlType::F16, i, &gpu.decode(t).unwrap(), &want);
@@ -394,7 +397,7 @@ fn mixed_qkv_types_match_the_cpu_engine() {
     let mut gpu = GpuEngine::new(Arc::new(ctx), model, 32, |_, _| {}).unwrap();
     assert_eq!(
         gpu.dispatches_per_token(),
-        2 * 8 + 2,
+        1 + 2 * 8 + 2,
         "three products and the Q/K/V step"
     );
     for (i, &t) in TOKENS.iter().enumerate() {

@@ -108,6 +108,10 @@ pub struct GenerateRequest {
     /// The page's number for this request, echoed in its [`FromWorker::Done`].
     #[serde(default)]
     pub run: u32,
+    /// How the WebGPU engine submits greedy steps (the URL's `chain=`; tokscope-gpu's
+    /// `decode`): chained chunks by default.
+    #[serde(default)]
+    pub chain: tokscope_core::roofline::chain::Chain,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -306,6 +310,9 @@ pub enum FromWorker {
         run: u32,
         generated: usize,
         reason: StopReason,
+        /// Decode steps one submit held on average, where WebGPU chained them.
+        #[serde(default)]
+        steps_per_submit: Option<f64>,
     },
     /// What the model cache holds, with how much of the quota is used.
     Cache {
@@ -410,6 +417,7 @@ mod tests {
             max_tokens: 32,
             ignore_eos: false,
             run: 7,
+            chain: tokscope_core::roofline::chain::Chain::Fixed(5),
         });
         assert_eq!(parse::<ToWorker>(&m.to_json()).unwrap(), m);
         let f = FromWorker::Progress {

@@ -47,6 +47,8 @@ pub struct SpeedResult {
     /// Tokens that rate is over ([`DECODE_TOKENS`], or fewer when the check stopped early).
     pub tokens: usize,
     pub bytes_per_token: u64,
+    /// Decode steps one submit held on average (WebGPU's chained greedy steps); `None`: one.
+    pub steps_per_submit: Option<f64>,
 }
 
 impl SpeedResult {
@@ -71,6 +73,7 @@ impl SpeedResult {
             self.dispatches?,
             self.dispatch_us?,
             self.latency.as_ref()?,
+            self.steps_per_submit.unwrap_or(1.0),
         )
     }
 
@@ -121,6 +124,11 @@ impl SpeedResult {
             self.dispatch_text(),
             self.latency_text(),
         );
+        if let Some(k) = self.steps_per_submit {
+            md.push_str(&format!(
+                "| Steps a submit | {k:.1} (greedy steps chained on the GPU: one completion wait each) |\n"
+            ));
+        }
         if let Some((inputs, f)) = self.floor() {
             md.push_str(&format!(
                 "| Floor model | {:.1} tok/s ({:.3} ms a token) |\n\n{}\n",
@@ -182,6 +190,7 @@ impl Settings for SpeedResult {
                 }
             }
             "dispatches" => self.dispatches = Some(number(v)?),
+            "steps_per_submit" => self.steps_per_submit = Some(positive(v)?.max(1.0)),
             "tok_s" => self.tok_s = positive(v)?,
             "tokens" => self.tokens = number(v)?,
             "bytes_per_token" => self.bytes_per_token = number(v)?,
@@ -212,6 +221,7 @@ impl Settings for SpeedResult {
             ("tick_ms", l.and_then(|l| l.tick_ms)),
             ("unnudged_ms", self.unnudged.map(|l| l.median_ms)),
             ("unnudged_tick_ms", self.unnudged.and_then(|l| l.tick_ms)),
+            ("steps_per_submit", self.steps_per_submit),
         ] {
             if let Some(v) = v {
                 p.push((k, v.to_string()));
@@ -234,13 +244,15 @@ fn with_gpu_clock(wall: Option<f64>, gpu: Option<f64>, digits: usize, unit: &str
 }
 
 /// The floor model of a GPU run from the probe's figures (bandwidth GB/s, µs per dispatch,
-/// completion latency) and the engine's dispatches per token; `None` when a figure is unusable.
+/// completion latency), the engine's dispatches per token and the steps a submit chained;
+/// `None` when a figure is unusable.
 pub fn floor_of(
     bytes_per_token: f64,
     gb_s: f64,
     dispatches: u32,
     dispatch_us: f64,
     latency: &Latency,
+    steps_per_submit: f64,
 ) -> Option<(FloorInputs, Floor)> {
     let inputs = FloorInputs {
         bytes_per_token,
@@ -249,6 +261,7 @@ pub fn floor_of(
         dispatch_us,
         latency_ms: latency.median_ms,
         tick_ms: latency.tick_ms,
+        steps_per_submit,
     };
     inputs.floor().ok().map(|f| (inputs, f))
 }
@@ -277,6 +290,7 @@ mod tests {
             tok_s: 20.0,
             tokens: 128,
             bytes_per_token: 100_000_000,
+            steps_per_submit: Some(4.5),
         }
     }
 
@@ -307,10 +321,11 @@ mod tests {
             "| MBU | 25 % |",
             "| Cost per dispatch | 29.5 µs |",
             "| Completion latency | 0.610 ms (min 0.500, max 0.800) |",
-            // 100 MB at 8 GB/s = 12.5 ms; 152 × 29.5 µs + 0.61 ms = 5.094 ms.
-            "| Floor model | 56.8 tok/s (17.594 ms a token) |",
-            "Bandwidth sets this speed: 12.5 ms to read 100.0 MB at 8.00 GB/s, 2.45× the rest of the step",
-            "Measured: 50.0 ms a token, 2.84× the floor's 17.6 ms.",
+            "| Steps a submit | 4.5 (greedy steps chained on the GPU: one completion wait each) |",
+            // 100 MB at 8 GB/s = 12.5 ms; 152 × 29.5 µs + 0.61 ms ÷ 4.5 steps = 4.620 ms.
+            "| Floor model | 58.4 tok/s (17.120 ms a token) |",
+            "Bandwidth sets this speed: 12.5 ms to read 100.0 MB at 8.00 GB/s, 2.71× the rest of the step",
+            "Measured: 50.0 ms a token, 2.92× the floor's 17.1 ms.",
             "below Apple A17 Pro",
         ] {
             assert!(md.contains(needle), "{needle} not in\n{md}");

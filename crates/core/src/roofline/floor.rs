@@ -36,6 +36,9 @@ pub struct FloorInputs {
     /// The timer completions wait for, ms, where the probe found one
     /// ([`super::probe::Latency::tick_ms`]).
     pub tick_ms: Option<f64>,
+    /// Decode steps one submit chains (tokscope-gpu's `chain`; 1: a round trip per token):
+    /// the completion wait is paid once per submit, so a token pays its share.
+    pub steps_per_submit: f64,
 }
 
 /// Which term sets the floor: the largest of the three.
@@ -96,13 +99,20 @@ impl FloorInputs {
         let bytes_s = self.bytes_per_token / (self.bandwidth_gb_s * GB);
         let dispatch_s = self.dispatches as f64 * self.dispatch_us * 1e-6;
         let work = bytes_s + dispatch_s;
+        if !(self.steps_per_submit >= 1.0 && self.steps_per_submit <= 1e6) {
+            return Err(InputError {
+                field: "steps per submit",
+                message: format!("at least 1, got {}", self.steps_per_submit),
+            });
+        }
+        let k = self.steps_per_submit;
         let sync_s = match self.tick_ms {
-            // The first tick at or after the work's end (at least one).
+            // The first tick at or after the chunk's work ends (at least one), shared by its steps.
             Some(t) => {
                 let t = t * 1e-3;
-                (work / t).ceil().max(1.0) * t - work
+                ((k * work / t).ceil().max(1.0) * t - k * work) / k
             }
-            None => self.latency_ms * 1e-3,
+            None => self.latency_ms * 1e-3 / k,
         };
         let fixed_s = dispatch_s + sync_s;
         let step_s = bytes_s + fixed_s;
@@ -243,6 +253,7 @@ mod tests {
             dispatch_us: 5.0,
             latency_ms: 0.05,
             tick_ms: None,
+            steps_per_submit: 1.0,
         }
     }
 
@@ -312,6 +323,38 @@ mod tests {
     }
 
     #[test]
+    fn chained_steps_share_one_completion_wait() {
+        // The same Firefox step, 6 steps a submit: the chunk's 112.6 ms of work ends before the
+        // second tick, whose wait (87.4 ms) the six tokens share.
+        let i = FloorInputs {
+            bytes_per_token: 96.6e6,
+            bandwidth_gb_s: 6.3,
+            dispatches: 153,
+            dispatch_us: 22.7,
+            latency_ms: 101.0,
+            tick_ms: Some(100.0),
+            steps_per_submit: 6.0,
+        };
+        let f = i.floor().unwrap();
+        let work = 96.6e6 / 6.3e9 + 153.0 * 22.7e-6;
+        assert!(close(f.sync_s, (0.2 - 6.0 * work) / 6.0), "{}", f.sync_s);
+        assert_eq!(f.limit, Limit::Bytes);
+        // Without a tick, the round trip is split alike.
+        let g = FloorInputs {
+            tick_ms: None,
+            latency_ms: 0.45,
+            steps_per_submit: 9.0,
+            ..i
+        };
+        assert!(close(g.floor().unwrap().sync_s, 0.000_05));
+        let bad = FloorInputs {
+            steps_per_submit: 0.5,
+            ..i
+        };
+        assert_eq!(bad.floor().unwrap_err().field, "steps per submit");
+    }
+
+    #[test]
     fn on_a_tick_a_step_ends_at_the_first_tick_after_its_work() {
         // Firefox on lavapipe: 96.6 MB at 6.3 GB/s (15.3 ms) + 153 × 22.7 µs (3.47 ms) of work,
         // completions on a 100 ms timer: each token takes one tick.
@@ -322,6 +365,7 @@ mod tests {
             dispatch_us: 22.7,
             latency_ms: 101.0,
             tick_ms: Some(100.0),
+            steps_per_submit: 1.0,
         };
         let f = i.floor().unwrap();
         assert!(close(f.step_s, 0.1));
@@ -390,6 +434,7 @@ mod tests {
             dispatch_us: 3.0,
             latency_ms: 0.3,
             tick_ms: None,
+            steps_per_submit: 1.0,
         };
         let f = i.floor().unwrap();
         assert_eq!(f.limit, Limit::Bytes);
@@ -427,6 +472,7 @@ mod tests {
         assert_eq!(
             bad(FloorInputs {
                 tick_ms: Some(0.0),
+                steps_per_submit: 1.0,
                 ..small_on_big()
             }),
             "completion tick"

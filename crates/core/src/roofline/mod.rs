@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+pub mod chain;
 pub mod completion;
 pub mod floor;
 pub mod probe;

@@ -65,7 +65,7 @@ fn follow_probe(state: State, p: &ProbeReport) {
     let fixed_ms = state
         .model
         .get_untracked()
-        .and_then(|m| engine_floor(&m, p))
+        .and_then(|m| engine_floor(&m, p, state.steps_per_submit.get_untracked()))
         .map(|(_, f)| f.fixed_s * 1e3);
     state.roofline.update(|s| {
         let _ = s.use_measured(p.read_gb_s, fixed_ms);
@@ -74,7 +74,7 @@ fn follow_probe(state: State, p: &ProbeReport) {
 
 /// The floor model of the running engine on this device: the probe's bandwidth and fixed
 /// costs, the engine's dispatches, the loaded model's bytes (GPU runs only).
-fn engine_floor(m: &ModelInfo, p: &ProbeReport) -> Option<(FloorInputs, Floor)> {
+fn engine_floor(m: &ModelInfo, p: &ProbeReport, steps_per_submit: Option<f64>) -> Option<(FloorInputs, Floor)> {
     let dispatches = m.backend.dispatches_per_token.filter(|_| m.backend.gpu)?;
     crate::speed::floor_of(
         m.bytes_per_token as f64,
@@ -82,6 +82,7 @@ fn engine_floor(m: &ModelInfo, p: &ProbeReport) -> Option<(FloorInputs, Floor)> 
         dispatches,
         p.dispatch_us,
         &p.latency,
+        steps_per_submit.unwrap_or(1.0),
     )
 }
 
@@ -165,7 +166,8 @@ pub fn RooflinePanel(state: State) -> impl IntoView {
             .unwrap_or_else(|| "Loaded model (none yet)".into())
     };
     let has_probe = move || state.probe.get().is_some();
-    let floor = Memo::new(move |_| engine_floor(&state.model.get()?, &state.probe.get()?));
+    let floor =
+        Memo::new(move |_| engine_floor(&state.model.get()?, &state.probe.get()?, state.steps_per_submit.get()));
     let floor_text = move || match floor.get() {
         Some((inputs, f)) => {
             let measured = state

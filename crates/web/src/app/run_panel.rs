@@ -27,6 +27,7 @@ pub fn generate(state: State) {
             max_tokens: s.max_tokens,
             ignore_eos: s.ignore_eos,
             run: 0,
+            chain: s.chain,
         },
     );
 }

@@ -5,6 +5,7 @@
 
 use super::{Settings, flag, number};
 use crate::protocol::BackendChoice;
+use tokscope_core::roofline::chain::Chain;
 use tokscope_core::sampling::SamplingParams;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +27,10 @@ pub struct RunSettings {
     /// even where that would pay (tokscope-core's `roofline::completion`): to see the browser's
     /// own completion latency.
     pub nudge: bool,
+    /// `chain=0` decodes one step a submit on WebGPU, reading each token back; `chain=K` fixes
+    /// K greedy steps a submit; `auto` (the default) chooses from the measured round trip
+    /// (tokscope-gpu's `decode`).
+    pub chain: Chain,
 }
 
 /// Most tokens one run may ask for (the default model's context is 8,192).
@@ -46,6 +51,7 @@ impl Default for RunSettings {
             model: None,
             ignore_eos: false,
             nudge: true,
+            chain: Chain::Auto,
         }
     }
 }
@@ -62,6 +68,7 @@ impl Settings for RunSettings {
             "autorun" => s.autorun = flag(v)?,
             "ignore_eos" => s.ignore_eos = flag(v)?,
             "nudge" => s.nudge = flag(v)?,
+            "chain" => s.chain = Chain::parse(v)?,
             "backend" => {
                 s.backend = match v {
                     "cpu" => BackendChoice::Cpu,
@@ -109,6 +116,9 @@ impl Settings for RunSettings {
         }
         if !self.nudge {
             p.push(("nudge", "0".into()));
+        }
+        if self.chain != Chain::Auto {
+            p.push(("chain", self.chain.to_param()));
         }
         match self.backend {
             BackendChoice::Auto => {}
@@ -187,6 +197,8 @@ mod tests {
         assert_eq!(s.sampling, RunSettings::default().sampling);
         let mut s = RunSettings::default();
         assert!(s.set("top_p", "1.5").unwrap_err().contains("top"));
+        assert!(s.set("chain", "65").unwrap_err().contains("0 (one step"));
+        assert!(s.set("chain", "x").is_err());
         assert_eq!(s, RunSettings::default());
     }
 
@@ -198,8 +210,10 @@ mod tests {
             ("backend", "cpu"),
             ("ignore_eos", "1"),
             ("nudge", "0"),
+            ("chain", "0"),
         ]);
         assert!(!s.nudge);
+        assert_eq!(s.chain, Chain::Off);
         let pairs = s.to_pairs();
         let (back, errors) = RunSettings::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
         assert!(errors.is_empty());

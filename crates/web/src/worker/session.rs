@@ -26,6 +26,7 @@ use tokscope_core::sampling::Sampler;
 use tokscope_core::text_stats::{TextStats, WordCounter};
 use tokscope_core::tokenizer::Tokenizer;
 use tokscope_gpu::batch::Batch;
+use tokscope_gpu::decode::Decode;
 use tokscope_gpu::runner::Runner;
 use tokscope_gpu::{GpuContext, GpuError};
 use wasm_bindgen::JsCast;
@@ -477,6 +478,7 @@ impl Worker {
                         run: req.run,
                         generated: 0,
                         reason: StopReason::Stopped,
+                        steps_per_submit: None,
                     });
                     return Ok(());
                 }
@@ -493,6 +495,12 @@ impl Worker {
         let mut words = WordCounter::default();
         let mut generated = 0;
         let mut seconds = None;
+        // Greedy steps on WebGPU chain (tokscope-gpu's decode.rs): tokens arrive a chunk at a
+        // time, each with its share of the chunk's time.
+        let budget = req.max_tokens.saturating_sub(1).min(capacity - tokens.len());
+        let latency_s = loaded.info.backend.completion.map_or(0.0, |c| c.median_s());
+        let mut decode =
+            Decode::start(runner, &sampler, next, budget, req.chain, latency_s, now_s()).map_err(|e| e.to_string())?;
         let reason = loop {
             if loaded.tokenizer.is_stop(next) && !req.ignore_eos {
                 break StopReason::EndOfText;
@@ -510,18 +518,25 @@ impl Worker {
             if self.stop.get() {
                 break StopReason::Stopped;
             }
-            if runner.full().is_some() {
+            if decode.full(runner) {
                 break StopReason::ContextFull;
             }
-            let t = now_s();
-            runner.begin_decode(next, &mut sampler).map_err(|e| e.to_string())?;
-            next = runner.finish_async(&mut sampler).await.map_err(|e| e.to_string())?;
-            seconds = Some(now_s() - t);
+            let (t, s) = decode
+                .next(runner, &mut sampler, &now_s)
+                .await
+                .map_err(|e| e.to_string())?;
+            (next, seconds) = (t, Some(s));
         };
+        let steps_per_submit = decode
+            .chained()
+            .filter(|c| c.chunks > 0)
+            .map(|c| c.steps_read as f64 / c.chunks as f64);
+        decode.stop(runner);
         post(&FromWorker::Done {
             run: req.run,
             generated,
             reason,
+            steps_per_submit,
         });
         post_memory(&loaded.runner);
         Ok(())

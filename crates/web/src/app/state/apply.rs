@@ -82,6 +82,7 @@ impl State {
             max_tokens: tokens,
             ignore_eos: true,
             run: 0,
+            chain: self.settings.with_untracked(|s| s.chain),
         };
         self.start_run(kind, req);
     }
@@ -133,6 +134,7 @@ impl State {
             tok_s,
             tokens: r.tokens,
             bytes_per_token: r.context.bytes_per_token,
+            steps_per_submit: self.steps_per_submit.get_untracked().filter(|_| probe.is_some()),
         })
     }
 
@@ -354,7 +356,15 @@ impl State {
                     }
                 }
             }
-            FromWorker::Done { run, generated, reason } => self.on_done(run, generated, reason),
+            FromWorker::Done {
+                run,
+                generated,
+                reason,
+                steps_per_submit,
+            } => {
+                self.steps_per_submit.set(steps_per_submit);
+                self.on_done(run, generated, reason)
+            }
             FromWorker::Cache { entries, note } => {
                 self.cache.set(entries);
                 self.cache_note.set(note);

@@ -41,6 +41,9 @@ pub struct State {
     pub prompt_tokens: RwSignal<Option<usize>>,
     pub ttft_s: RwSignal<Option<f64>>,
     pub prefill_tok_s: RwSignal<Option<f64>>,
+    /// Steps a submit the last run chained on WebGPU (`None`: one): the floor model's share of
+    /// the completion wait per token.
+    pub steps_per_submit: RwSignal<Option<f64>>,
     pub generated: RwSignal<usize>,
     /// The in-flight or last run's token times (the live meter).
     pub meter: RwSignal<DecodeMeter>,
@@ -114,6 +117,7 @@ impl State {
             prompt_tokens: RwSignal::new(None),
             ttft_s: RwSignal::new(None),
             prefill_tok_s: RwSignal::new(None),
+            steps_per_submit: RwSignal::new(None),
             generated: RwSignal::new(0),
             meter: RwSignal::new(DecodeMeter::new()),
             last_run: RwSignal::new(None),

@@ -1,0 +1,152 @@
+//! Greedy decode in chained chunks (chain.rs), two in flight: while the host reads one chunk's
+//! tokens the GPU runs the next, so the GPU waits on the host only where a chunk's work is
+//! shorter than the round trip. Each chunk's length follows the measured round trip and step
+//! time (core's `roofline::chain`), or is fixed (`--chain K`). The CLI's `generate` and
+//! `bench` and the page's worker all decode through this.
+//!
+//! The caller takes tokens from [`Chained::next`] one by one, exactly as from a step-at-a-time
+//! loop, and says where it stopped ([`Chained::stop`]): the cache then holds the same tokens
+//! the step-at-a-time loop would have appended, and at most one chunk of work was wasted.
+
+use crate::chain::MAX_CHAIN;
+use crate::engine::{GpuEngine, GpuEngineError};
+use tokscope_core::roofline::chain::{FIRST_CHUNK, chain_len, step_time};
+
+/// A chained decode of one generation.
+pub struct Chained {
+    /// Steps a chunk, where fixed; else chosen from the measurements.
+    fixed: Option<usize>,
+    /// The device's completion latency (seconds): submit → a result mapped.
+    latency_s: f64,
+    /// Steps the chunks may still take (max tokens, the context).
+    budget: usize,
+    /// Where the chunk last read started, and its first token's position in the generation.
+    read_start: usize,
+    /// Submit times of the chunks in flight, oldest first.
+    submitted: std::collections::VecDeque<f64>,
+    /// When the last chunk came back.
+    last_done: Option<f64>,
+    /// The latest estimate of one GPU step (seconds).
+    step_s: Option<f64>,
+    /// Seconds the host spent waiting for chunks, and the steps they held.
+    pub waited_s: f64,
+    pub steps_read: usize,
+    /// Chunks read.
+    pub chunks: usize,
+}
+
+impl Chained {
+    /// A decode after `token` (the last token the caller took, not yet in the cache) with room
+    /// for `budget` steps; submits the first chunk (and a second, where the budget allows).
+    /// `fixed`: steps a chunk (1..=[`MAX_CHAIN`]), or `None` to choose from the round trip
+    /// `latency_s` and the steps as they are timed. `now`: seconds.
+    pub fn start<B: AsRef<[u8]>>(
+        e: &mut GpuEngine<B>,
+        token: u32,
+        budget: usize,
+        fixed: Option<usize>,
+        latency_s: f64,
+        now: f64,
+    ) -> Result<Self, GpuEngineError> {
+        let mut c = Self {
+            fixed: fixed.map(|k| k.clamp(1, MAX_CHAIN)),
+            latency_s,
+            budget,
+            read_start: e.position(),
+            submitted: Default::default(),
+            last_done: None,
+            step_s: None,
+            waited_s: 0.0,
+            steps_read: 0,
+            chunks: 0,
+        };
+        c.submit(e, Some(token), now)?;
+        c.submit(e, None, now)?;
+        Ok(c)
+    }
+
+    /// Steps the next chunk takes.
+    fn next_len(&self) -> usize {
+        let k = match (self.fixed, self.step_s) {
+            (Some(k), _) => k,
+            (None, Some(s)) => chain_len(self.latency_s, s),
+            (None, None) => FIRST_CHUNK,
+        };
+        k.min(self.budget)
+    }
+
+    fn submit<B: AsRef<[u8]>>(
+        &mut self,
+        e: &mut GpuEngine<B>,
+        from: Option<u32>,
+        now: f64,
+    ) -> Result<(), GpuEngineError> {
+        let k = self.next_len();
+        if k == 0 {
+            return Ok(());
+        }
+        e.submit_chain(from, k)?;
+        self.budget -= k;
+        self.submitted.push_back(now);
+        Ok(())
+    }
+
+    /// The next chunk's tokens, in order (empty once the budget is spent); the chunk after it
+    /// is submitted first, so the GPU has work while the host reads. `now`: seconds.
+    pub async fn next<B: AsRef<[u8]>>(
+        &mut self,
+        e: &mut GpuEngine<B>,
+        now: &dyn Fn() -> f64,
+    ) -> Result<Vec<u32>, GpuEngineError> {
+        if e.chain.len() < 2 && !self.submitted.is_empty() {
+            self.submit(e, None, now())?;
+        }
+        let Some(submitted) = self.submitted.pop_front() else {
+            return Ok(Vec::new());
+        };
+        let asked = now();
+        let chunk = e.read_chain_async().await?;
+        let done = now();
+        self.waited_s += done - asked;
+        // The chunk's own time: from its submit, or from the chunk before it where that was
+        // still running (the GPU took this one up only then).
+        let began = self.last_done.map_or(submitted, |d| d.max(submitted));
+        let overlapped = self.last_done.is_some_and(|d| d > submitted);
+        let round_trip = if overlapped { 0.0 } else { self.latency_s };
+        let k = chunk.tokens.len();
+        self.step_s = Some(step_time(done - began, round_trip, k));
+        self.last_done = Some(done);
+        self.read_start = chunk.start;
+        self.steps_read += k;
+        self.chunks += 1;
+        Ok(chunk.tokens)
+    }
+
+    /// Blocking [`Chained::next`] (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn next_blocking<B: AsRef<[u8]>>(
+        &mut self,
+        e: &mut GpuEngine<B>,
+        now: &dyn Fn() -> f64,
+    ) -> Result<Vec<u32>, GpuEngineError> {
+        pollster::block_on(self.next(e, now))
+    }
+
+    /// Tokens in the cache once the caller has taken `used` tokens of the last chunk read
+    /// (0 before any: the token `start` was given is not in it yet).
+    pub fn position_after(&self, used: usize) -> usize {
+        self.read_start + used
+    }
+
+    /// The caller stopped after taking `used` tokens of the last chunk read: the cache keeps
+    /// what a step-at-a-time decode would hold, and chunks in flight are dropped.
+    pub fn stop<B: AsRef<[u8]>>(&mut self, e: &mut GpuEngine<B>, used: usize) {
+        e.truncate(self.position_after(used));
+        self.submitted.clear();
+    }
+
+    /// The latest estimate of one GPU step (seconds), once a chunk was read.
+    pub fn step_s(&self) -> Option<f64> {
+        self.step_s
+    }
+}
