@@ -342,16 +342,30 @@ fn gpu_bench_json_has_the_issue_fields() {
     }
     assert_eq!(v["backend"], "gpu");
     assert_eq!(v["batch"], 1);
-    assert_eq!(v["dispatches_per_token"], 2 * 5 + 2);
+    // The embedding lookup, two layers of five, the head and top-k.
+    assert_eq!(v["dispatches_per_token"], 1 + 2 * 5 + 2);
+    // Greedy steps chained, with the host's wait per token and the steps a submit.
+    assert_eq!(v["chain"], "chained");
+    assert!(v["steps_per_submit"].as_f64().unwrap() >= 1.0, "{v}");
+    assert!(v["host_wait_ms_per_token"].as_f64().unwrap() >= 0.0, "{v}");
     assert!(!v["adapter"].as_str().unwrap().is_empty());
     let classes = v["profile"]["classes"].as_array().unwrap();
     let names: Vec<&str> = classes.iter().map(|c| c["class"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["qkv", "attention", "attn_output", "gate_up", "down", "head", "top_k"]
+        [
+            "embed",
+            "qkv",
+            "attention",
+            "attn_output",
+            "gate_up",
+            "down",
+            "head",
+            "top_k"
+        ]
     );
     let counts: Vec<u64> = classes.iter().map(|c| c["dispatches"].as_u64().unwrap()).collect();
-    assert_eq!(counts, [2, 2, 2, 2, 2, 1, 1]);
+    assert_eq!(counts, [1, 2, 2, 2, 2, 2, 1, 1]);
     // The floor model from the probe's figures, and the measured step against it.
     let floor = &v["floor"];
     let step = floor["step_s"].as_f64().unwrap();

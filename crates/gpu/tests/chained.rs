@@ -6,6 +6,7 @@
 
 mod common;
 #[path = "common/compare.rs"]
+#[allow(dead_code, reason = "the other comparisons share this module")]
 mod compare;
 
 use compare::tiny_model;

@@ -63,7 +63,7 @@ impl Chain {
 
 /// Steps for the next chunk, given the completion latency and a GPU step's time (seconds).
 pub fn chain_len(latency_s: f64, step_s: f64) -> usize {
-    if !(step_s > 0.0 && step_s.is_finite()) || !latency_s.is_finite() {
+    if !(step_s > 0.0 && step_s.is_finite() && latency_s.is_finite()) {
         return FIRST_CHUNK;
     }
     let wanted = ((1.0 - HOST_SHARE) / HOST_SHARE * latency_s.max(0.0) / step_s).ceil();

@@ -83,7 +83,7 @@ pub fn SpeedPanel(
                 Stage::Failed(e) => format!("The speed check failed: {e}"),
             }}</p>
             {move || match state.speed.get() {
-                Stage::Done(r) => Some(view! { <Card result=r shared=false/> }.into_any()),
+                Stage::Done(r) => Some(view! { <Card result=*r shared=false/> }.into_any()),
                 _ => shared.clone().map(|r| view! { <Card result=r shared=true/> }.into_any()),
             }}
             {dials.then(|| view! {

@@ -116,7 +116,7 @@ impl State {
         let ua = web_sys::window()
             .and_then(|w| w.navigator().user_agent().ok())
             .unwrap_or_default();
-        SpeedStage::Done(SpeedResult {
+        SpeedStage::Done(Box::new(SpeedResult {
             adapter: r.context.engine.clone(),
             browser: browser_name(&ua),
             model: r.context.model.clone(),
@@ -135,7 +135,7 @@ impl State {
             tokens: r.tokens,
             bytes_per_token: r.context.bytes_per_token,
             steps_per_submit: self.steps_per_submit.get_untracked().filter(|_| probe.is_some()),
-        })
+        }))
     }
 
     /// The precision dial from its first precision. Its ceiling curve uses the speed check's

@@ -12,7 +12,8 @@ pub enum SpeedStage {
     Idle,
     Probing,
     Decoding,
-    Done(SpeedResult),
+    /// Boxed: the card is far larger than the other stages.
+    Done(Box<SpeedResult>),
     Failed(String),
 }
 
