@@ -54,6 +54,10 @@ pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
+    /// The kind of adapter the kernels are shaped for: `info.device_type`, except where a
+    /// browser does not say (`Other`) and the adapter was measured to stream like a CPU
+    /// (probe.rs's `acts_like`: Firefox's lavapipe), which is then `Cpu`.
+    pub kind: wgpu::DeviceType,
     pub limits: wgpu::Limits,
     pub features: wgpu::Features,
     /// Every buffer made through [`GpuContext::create_buffer`] and its `_init` twin.
@@ -122,6 +126,7 @@ impl GpuContext {
             device,
             queue,
             info: adapter.get_info(),
+            kind: adapter.get_info().device_type,
             limits,
             features,
             created: BufferTally::default(),

@@ -201,7 +201,7 @@ impl Kernels {
             )));
         }
         let module = ctx.shader("ops.wgsl", &ops_source());
-        let ops_wg = ops_workgroup(ctx.info.device_type) as usize;
+        let ops_wg = ops_workgroup(ctx.kind) as usize;
         let ops_workgroup = [("WG", ops_wg as f64)];
         let top_k_stage = |stage: u32| {
             let constants = [

@@ -465,7 +465,7 @@ pub fn dispatch_size(rows: usize, shape: Shape, max_per_dim: u32) -> (u32, u32) 
 
 impl MatvecKernels {
     pub fn new(ctx: &GpuContext) -> Self {
-        Self::with_shape(ctx, Shape::for_device(ctx.info.device_type))
+        Self::with_shape(ctx, Shape::for_device(ctx.kind))
     }
 
     /// How these kernels split the work; matrices are packed for its `rows` (repack.rs).

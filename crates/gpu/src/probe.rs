@@ -111,6 +111,88 @@ pub async fn run_async(ctx: &GpuContext, runs: usize, now: &dyn Fn() -> f64) -> 
     probe(ctx, runs, 0.0, now, &|_| {}).await
 }
 
+/// Bytes [`acts_like`] streams per dispatch.
+const KIND_BYTES: u64 = 32 << 20;
+/// Per-invocation runs must stream this much faster than interleaved lanes for an adapter to
+/// count as CPU-like.
+const CPU_LIKE: f64 = 1.15;
+/// The extra time [`acts_like`] grows each pattern's long submit to (seconds).
+const KIND_DIFFERENCE_S: f64 = 0.06;
+
+/// What an adapter the browser does not describe (`DeviceType::Other`: WebGPU tells a page
+/// only whether its adapter is a fallback) acts like, for the kernels' shapes: `Cpu` where it
+/// streams at least [`CPU_LIKE`]× faster as per-invocation runs (the matvec's CPU shape) than
+/// as interleaved lanes (the GPU shape), as Firefox's lavapipe does; else `Other` (GPU shapes).
+/// Any other kind is returned as it is. Run after `completion::settle`, so a browser's tick
+/// is nudged; a few hundred milliseconds.
+pub async fn acts_like(ctx: &GpuContext, now: &dyn Fn() -> f64) -> Result<wgpu::DeviceType, GpuError> {
+    if ctx.info.device_type != wgpu::DeviceType::Other {
+        return Ok(ctx.info.device_type);
+    }
+    let module = ctx.shader("probe.wgsl", SHADER);
+    let bytes = probe_bytes(ctx).min(KIND_BYTES);
+    let src = ctx.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("kind source"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let sink = ctx.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("kind sink"),
+        size: 1024,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let staging = crate::readback::Staging::new(ctx, 4);
+    let mut per_dispatch = Vec::new();
+    for (entry, groups) in [
+        ("stream_runs", 64),
+        ("stream_read", (bytes / 16 / 256 / 16).clamp(1, 65_535) as u32),
+    ] {
+        let p = ctx.pipeline(&module, entry);
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &p.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: src.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: sink.as_entire_binding(),
+                },
+            ],
+        });
+        let time = async |n: u32| -> Result<Timed, GpuError> {
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&p);
+                pass.set_bind_group(0, &bind, &[]);
+                for _ in 0..n {
+                    pass.dispatch_workgroups(groups, 1, 1);
+                }
+            }
+            staging.copy_from(&mut enc, &sink, 4);
+            let start = now();
+            ctx.queue.submit([enc.finish()]);
+            staging.read_async(ctx, 4, &mut Vec::new()).await?;
+            Ok(Timed {
+                wall: now() - start,
+                gpu: None,
+            })
+        };
+        time(1).await?; // first use: compilation
+        let per = series(&time, KIND_DIFFERENCE_S, MAX_STREAMS, 3).await?.per_extra(false);
+        per_dispatch.push(if per.is_empty() { f64::NAN } else { median(&per) });
+    }
+    Ok(match per_dispatch[..] {
+        [runs, lanes] if runs * CPU_LIKE <= lanes => wgpu::DeviceType::Cpu,
+        _ => wgpu::DeviceType::Other,
+    })
+}
+
 /// One timed submit: wall seconds from submit until its read-back is mapped, and the pass's
 /// GPU seconds where timestamps are on.
 #[derive(Debug, Clone, Copy)]
@@ -197,7 +279,7 @@ async fn probe(
     // patterns stream and the faster counts: the device's bandwidth is the most it reads.
     let runs_pattern = ("stream_runs", 64);
     let lanes_pattern = ("stream_read", (bytes / 16 / 256 / 16).clamp(1, 65_535) as u32);
-    let patterns = match ctx.info.device_type {
+    let patterns = match ctx.kind {
         wgpu::DeviceType::Other => vec![lanes_pattern, runs_pattern],
         kind if crate::matvec::Shape::for_device(kind) == crate::matvec::Shape::CPU => vec![runs_pattern],
         _ => vec![lanes_pattern],

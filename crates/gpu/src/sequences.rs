@@ -98,7 +98,7 @@ impl Sequences {
         let c = &model.config;
         let (d, qd, kvd, fd) = (c.d_model, c.q_dim(), c.kv_dim(), c.ffn_dim);
         let n = MAX_COLUMNS;
-        let splits = max_splits(ctx.info.device_type, capacity, kernels.ops_wg);
+        let splits = max_splits(ctx.kind, capacity, kernels.ops_wg);
         // Attention's shares: per column, head and split, head_dim outputs, then a (max, sum)
         // vec4 each.
         let records = n * c.n_heads * splits;

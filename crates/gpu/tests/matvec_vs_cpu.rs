@@ -262,7 +262,7 @@ fn check(
 fn wide_rows_stage_where_the_device_allows() {
     let Some(ctx) = common::gpu() else { return };
     let (rows, cols) = (6, 14336);
-    let shape = Shape::for_device(ctx.info.device_type);
+    let shape = Shape::for_device(ctx.kind);
     let mut kernels = MatvecKernels::with_shape(&ctx, shape);
     let widest = widest_row(ctx.limits.max_compute_workgroup_storage_size);
     println!("widest row staged here: {widest}");

@@ -28,6 +28,7 @@ pub fn tiny_model(ty: GgmlType) -> Arc<Model<Vec<u8>>> {
 /// ops workgroups, up to 32 attention shares a head), so CPU adapters test those kernels too.
 pub fn with_gpu_shapes(mut ctx: tokscope_gpu::GpuContext) -> tokscope_gpu::GpuContext {
     ctx.info.device_type = wgpu::DeviceType::DiscreteGpu;
+    ctx.kind = wgpu::DeviceType::DiscreteGpu;
     ctx
 }
 
