@@ -147,7 +147,7 @@ pub fn measure<B: AsRef<[u8]>>(
         let first = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
         let start = Instant::now();
         let mut d =
-            Decode::start(engine, &greedy, first, tokens, chain, latency_s, now()).map_err(|e| e.to_string())?;
+            Decode::start(engine, &mut greedy, first, tokens, chain, latency_s, now()).map_err(|e| e.to_string())?;
         for _ in 0..tokens {
             d.next_blocking(engine, &mut greedy, &now).map_err(|e| e.to_string())?;
         }

@@ -49,7 +49,7 @@ pub fn run(a: GenerateArgs) -> CliResult {
     let now = || decode_start.elapsed().as_secs_f64();
     let budget = (a.max_tokens.saturating_sub(1)).min(context - tokens.len());
     let mut decode =
-        Decode::start(&mut engine, &sampler, next, budget, a.chain, latency_s, now()).map_err(|e| e.to_string())?;
+        Decode::start(&mut engine, &mut sampler, next, budget, a.chain, latency_s, now()).map_err(|e| e.to_string())?;
     while generated < a.max_tokens {
         if !a.ignore_eos && tok.is_stop(next) {
             break;

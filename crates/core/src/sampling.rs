@@ -137,9 +137,16 @@ impl Sampler {
         self.pick()
     }
 
+    /// The next uniform draw in [0, 1) (53 random bits): one per sampled token, in order. A GPU
+    /// engine that samples takes its draws from here, so a seed means the same draws on both.
+    pub fn draw(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// Temperature, nucleus and the random draw over the sorted candidates.
     fn pick(&mut self) -> u32 {
         let p = self.params;
+        let draw = self.draw();
         let c = &self.candidates;
         let max = c[0].0 as f64;
         let t = p.temperature as f64;
@@ -160,8 +167,7 @@ impl Sampler {
             }
         }
         let kept: f64 = self.probs[..keep].iter().sum();
-        // 53 random bits → uniform in [0, 1).
-        let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * kept;
+        let u = draw * kept;
         let mut acc = 0.0;
         for (i, q) in self.probs[..keep].iter().enumerate() {
             acc += q;

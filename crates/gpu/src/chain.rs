@@ -61,7 +61,10 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     /// `from` (or, with `None`, the token the last chunk's last step chose, still on the GPU),
     /// each later one the token the step before chose. Two chunks may be in flight; read them
     /// in order with [`GpuEngine::read_chain`] or [`GpuEngine::read_chain_async`].
-    pub fn submit_chain(&mut self, from: Option<u32>, steps: usize) -> Result<(), GpuEngineError> {
+    ///
+    /// Where the engine samples on the GPU ([`GpuEngine::set_sampling`]), `draws` holds each
+    /// step's uniform draw (the host's, in order); greedy chains take none.
+    pub fn submit_chain(&mut self, from: Option<u32>, steps: usize, draws: &[f64]) -> Result<(), GpuEngineError> {
         let c = &self.model.config;
         if !self.looks_up_embedding() {
             return Err(GpuEngineError::Unsupported(format!(
@@ -71,6 +74,12 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
         assert!((1..=MAX_CHAIN).contains(&steps), "{steps} steps in one chunk");
         assert!(self.chain.len() < 2, "two chunks are already in flight");
+        let sampled = self.sampler.candidates();
+        assert_eq!(
+            draws.len(),
+            if sampled.is_some() { steps } else { 0 },
+            "a draw per sampled step"
+        );
         if let Some(t) = from
             && t as usize >= c.vocab_size
         {
@@ -95,7 +104,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         for i in 0..steps {
             let p = start + i;
             let mut step: Step = bytemuck::Zeroable::zeroed();
-            step.k = 1;
+            step.k = sampled.unwrap_or(1) as u32;
             step.n = 1;
             step.splits = self.splits(p + 1);
             step.cols[0] = [p as u32, p as u32, 0, 0];
@@ -112,6 +121,10 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         if let Some(t) = from {
             q.write_buffer(&s.tokens, 0, bytemuck::bytes_of(&t));
         }
+        if !draws.is_empty() {
+            let d: Vec<f32> = draws.iter().map(|&u| u as f32).collect();
+            q.write_buffer(&self.sampler.chain_draws, 0, bytemuck::cast_slice(&d));
+        }
         let step_bytes = std::mem::size_of::<Step>() as u64;
         let row_bytes = (hd * 4) as u64;
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
@@ -126,6 +139,9 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 // The token the step before chose: the second word of its top candidate.
                 enc.copy_buffer_to_buffer(&s.candidates, 4, &s.tokens, 0, 4);
             }
+            if !draws.is_empty() {
+                enc.copy_buffer_to_buffer(&self.sampler.chain_draws, 4 * i as u64, &self.sampler.draw, 0, 4);
+            }
             let columns = Columns {
                 n: 1,
                 head: 1,
@@ -136,6 +152,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
                 for (j, d) in self.dispatches.iter().enumerate() {
                     self.kernels.record(&mut pass, d, columns, j >= self.layer_dispatches);
                 }
+                self.sampler.record(&mut pass);
             }
             let out = (i * CHAIN_RESULT_BYTES) as u64;
             enc.copy_buffer_to_buffer(&s.candidates, 0, &s.chain_out, out, CHAIN_RESULT_BYTES as u64);

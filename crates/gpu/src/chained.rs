@@ -11,6 +11,7 @@
 use crate::chain::MAX_CHAIN;
 use crate::engine::{GpuEngine, GpuEngineError};
 use tokscope_core::roofline::chain::{FIRST_CHUNK, chain_len, step_time};
+use tokscope_core::sampling::Sampler;
 
 /// A chained decode of one generation.
 pub struct Chained {
@@ -40,8 +41,12 @@ impl Chained {
     /// for `budget` steps; submits the first chunk (and a second, where the budget allows).
     /// `fixed`: steps a chunk (1..=[`MAX_CHAIN`]), or `None` to choose from the round trip
     /// `latency_s` and the steps as they are timed. `now`: seconds.
+    ///
+    /// Sampled decodes take each step's draw from `sampler` as its chunk is submitted
+    /// (`GpuEngine::set_sampling` chose whether the GPU samples).
     pub fn start<B: AsRef<[u8]>>(
         e: &mut GpuEngine<B>,
+        sampler: &mut Sampler,
         token: u32,
         budget: usize,
         fixed: Option<usize>,
@@ -60,8 +65,8 @@ impl Chained {
             steps_read: 0,
             chunks: 0,
         };
-        c.submit(e, Some(token), now)?;
-        c.submit(e, None, now)?;
+        c.submit(e, sampler, Some(token), now)?;
+        c.submit(e, sampler, None, now)?;
         Ok(c)
     }
 
@@ -78,6 +83,7 @@ impl Chained {
     fn submit<B: AsRef<[u8]>>(
         &mut self,
         e: &mut GpuEngine<B>,
+        sampler: &mut Sampler,
         from: Option<u32>,
         now: f64,
     ) -> Result<(), GpuEngineError> {
@@ -85,7 +91,11 @@ impl Chained {
         if k == 0 {
             return Ok(());
         }
-        e.submit_chain(from, k)?;
+        let draws: Vec<f64> = match e.sampler.candidates() {
+            Some(_) => (0..k).map(|_| sampler.draw()).collect(),
+            None => Vec::new(),
+        };
+        e.submit_chain(from, k, &draws)?;
         self.budget -= k;
         self.submitted.push_back(now);
         Ok(())
@@ -96,10 +106,11 @@ impl Chained {
     pub async fn next<B: AsRef<[u8]>>(
         &mut self,
         e: &mut GpuEngine<B>,
+        sampler: &mut Sampler,
         now: &dyn Fn() -> f64,
     ) -> Result<Vec<u32>, GpuEngineError> {
         if e.chain.len() < 2 && !self.submitted.is_empty() {
-            self.submit(e, None, now())?;
+            self.submit(e, sampler, None, now())?;
         }
         let Some(submitted) = self.submitted.pop_front() else {
             return Ok(Vec::new());
@@ -127,9 +138,10 @@ impl Chained {
     pub fn next_blocking<B: AsRef<[u8]>>(
         &mut self,
         e: &mut GpuEngine<B>,
+        sampler: &mut Sampler,
         now: &dyn Fn() -> f64,
     ) -> Result<Vec<u32>, GpuEngineError> {
-        pollster::block_on(self.next(e, now))
+        pollster::block_on(self.next(e, sampler, now))
     }
 
     /// Tokens in the cache once the caller has taken `used` tokens of the last chunk read

@@ -19,8 +19,11 @@ pub fn why_not_chained<B: AsRef<[u8]>>(runner: &mut Runner<B>, sampler: &Sampler
     let Some(e) = runner.gpu_engine() else {
         return Some("the CPU engine runs a step at a time".into());
     };
-    if !sampler.params().is_greedy() {
-        return Some("sampling is drawn on the host: one step a submit (greedy decoding chains)".into());
+    if !sampler.params().is_greedy() && !crate::sampling::on_gpu(sampler.params()) {
+        return Some(format!(
+            "sampling without a top-k cut of 1 to {} reads every logit back: one step a submit",
+            crate::graph::MAX_TOP_K
+        ));
     }
     if !e.looks_up_embedding() {
         return Some(format!(
@@ -50,7 +53,7 @@ impl Decode {
     /// completion latency (chained.rs). `now`: seconds.
     pub fn start<B: AsRef<[u8]>>(
         runner: &mut Runner<B>,
-        sampler: &Sampler,
+        sampler: &mut Sampler,
         first: u32,
         budget: usize,
         chain: Chain,
@@ -63,7 +66,7 @@ impl Decode {
                     Chain::Fixed(k) => Some(k),
                     _ => None,
                 };
-                Some(Chained::start(e, first, budget, fixed, latency_s, now)?)
+                Some(Chained::start(e, sampler, first, budget, fixed, latency_s, now)?)
             }
             _ => None,
         };
@@ -98,7 +101,7 @@ impl Decode {
         if self.queue.is_empty() {
             match (&mut self.chained, runner.gpu_engine()) {
                 (Some(c), Some(e)) => {
-                    let tokens = c.next(e, now).await?;
+                    let tokens = c.next(e, sampler, now).await?;
                     if tokens.is_empty() {
                         return Err(RunError::NothingPending);
                     }

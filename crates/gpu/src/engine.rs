@@ -79,6 +79,8 @@ pub struct GpuEngine<B> {
     cos_sin: Vec<f32>,
     /// Chunks of chained steps submitted and not yet read (chain.rs).
     pub(crate) chain: crate::chain::InFlight,
+    /// Sampling on the GPU, where the parameters allow it (sampling.rs).
+    pub(crate) sampler: crate::sampling::GpuSampler,
 }
 
 impl<B: AsRef<[u8]>> GpuEngine<B> {
@@ -148,6 +150,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         let capacity = context.clamp(1, c.context_length);
         let state = Sequences::new(&ctx, &model, &kernels, capacity, seqs)?;
         let (dispatches, layer_dispatches) = crate::graph::build(&ctx, &model, &mut kernels, &weights, &state);
+        let sampler = crate::sampling::GpuSampler::new(&ctx, &state.candidates);
         Ok(Self {
             cos_sin: vec![0.0; state.inv_freqs.len() * MAX_COLUMNS * c.head_dim],
             embed_rows: vec![
@@ -169,6 +172,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             pending: None,
             read_buf: Vec::new(),
             chain: Default::default(),
+            sampler,
         })
     }
 
@@ -191,6 +195,20 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
     pub fn reset(&mut self) {
         self.pos.fill(0);
         self.chain.clear();
+    }
+
+    /// Samples on the GPU with `p` from the next submit on, where `sampling::on_gpu` holds
+    /// (each token then needs its draw: [`GpuEngine::set_draw`]); greedy or uncut sampling
+    /// records nothing.
+    pub fn set_sampling(&mut self, p: &tokscope_core::sampling::SamplingParams) {
+        self.sampler.set(&self.ctx.queue, p);
+    }
+
+    /// The next submit's uniform draw in [0, 1) (the host's `Sampler::draw`).
+    pub fn set_draw(&mut self, u: f64) {
+        self.ctx
+            .queue
+            .write_buffer(&self.sampler.draw, 0, bytemuck::bytes_of(&(u as f32)));
     }
 
     /// Whether the token embedding is looked up on the GPU (embed.rs), as chained steps need.
@@ -340,6 +358,9 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
             let mut pass = enc.begin_compute_pass(&Default::default());
             for (i, d) in self.dispatches[..upto].iter().enumerate() {
                 self.kernels.record(&mut pass, d, columns, i >= self.layer_dispatches);
+            }
+            if head.is_some() {
+                self.sampler.record(&mut pass);
             }
         }
         if let Some((_, want)) = head {

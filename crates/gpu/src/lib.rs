@@ -17,6 +17,7 @@ pub mod probe;
 pub mod readback;
 pub mod repack;
 pub mod runner;
+pub mod sampling;
 pub mod sequences;
 pub mod weights;
 pub mod wgsl_compact;

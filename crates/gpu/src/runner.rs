@@ -43,10 +43,21 @@ pub fn want_for(sampler: &Sampler) -> Want {
     }
 }
 
+/// The token a GPU step's result says: the GPU's own choice where it sampled (candidate 0,
+/// its draw already taken), else the host sampler's.
 fn pick(sampler: &mut Sampler, r: TokenResult) -> u32 {
     match r {
+        TokenResult::Top(top) if crate::sampling::on_gpu(sampler.params()) => top[0].1,
         TokenResult::Top(top) => sampler.sample_top(&top),
         TokenResult::Logits(l) => sampler.sample(&l),
+    }
+}
+
+/// Readies a GPU step for `sampler`: sampling on the GPU where it can, with this token's draw.
+fn sample_on<B: AsRef<[u8]>>(e: &mut GpuEngine<B>, sampler: &mut Sampler) {
+    e.set_sampling(sampler.params());
+    if crate::sampling::on_gpu(sampler.params()) {
+        e.set_draw(sampler.draw());
     }
 }
 
@@ -72,7 +83,10 @@ impl<B: AsRef<[u8]>> Runner<B> {
     pub fn begin_prefill(&mut self, tokens: &[u32], sampler: &mut Sampler) -> Result<(), RunError> {
         match self {
             Runner::Cpu { engine, next } => *next = Some(sampler.sample(engine.prefill(tokens)?)),
-            Runner::Gpu(e) => e.submit_prefill(tokens, want_for(sampler))?,
+            Runner::Gpu(e) => {
+                sample_on(e, sampler);
+                e.submit_prefill(tokens, want_for(sampler))?
+            }
         }
         Ok(())
     }
@@ -90,7 +104,10 @@ impl<B: AsRef<[u8]>> Runner<B> {
     pub fn begin_decode(&mut self, token: u32, sampler: &mut Sampler) -> Result<(), RunError> {
         match self {
             Runner::Cpu { engine, next } => *next = Some(sampler.sample(engine.decode(token)?)),
-            Runner::Gpu(e) => e.submit(token, want_for(sampler))?,
+            Runner::Gpu(e) => {
+                sample_on(e, sampler);
+                e.submit(token, want_for(sampler))?
+            }
         }
         Ok(())
     }

@@ -13,9 +13,12 @@ use compare::tiny_model;
 use std::sync::Arc;
 use tokscope_core::model::Model;
 use tokscope_core::quant::GgmlType;
+use tokscope_core::sampling::{Sampler, SamplingParams};
 use tokscope_core::shaped::ShapeSpec;
 use tokscope_gpu::chained::Chained;
+use tokscope_gpu::decode::{Chain, Decode};
 use tokscope_gpu::engine::{GpuEngine, Want};
+use tokscope_gpu::runner::Runner;
 
 const PROMPT: [u32; 5] = [1, 77, 104, 105, 200];
 
@@ -35,6 +38,10 @@ fn one_step(e: &mut GpuEngine<Vec<u8>>, n: usize) -> Vec<u32> {
     out
 }
 
+fn greedy() -> Sampler {
+    Sampler::new(SamplingParams::default()).unwrap()
+}
+
 fn now() -> f64 {
     use std::sync::OnceLock;
     static START: OnceLock<std::time::Instant> = OnceLock::new();
@@ -46,9 +53,9 @@ fn chained(e: &mut GpuEngine<Vec<u8>>, n: usize, k: Option<usize>) -> Vec<u32> {
     e.reset();
     let first = e.prefill(&PROMPT, Want::Top(1)).unwrap().into_top()[0].1;
     let mut out = vec![first];
-    let mut c = Chained::start(e, first, n, k, 0.001, now()).unwrap();
+    let mut c = Chained::start(e, &mut greedy(), first, n, k, 0.001, now()).unwrap();
     loop {
-        let chunk = c.next_blocking(e, &now).unwrap();
+        let chunk = c.next_blocking(e, &mut greedy(), &now).unwrap();
         if chunk.is_empty() {
             break;
         }
@@ -107,11 +114,11 @@ fn a_chain_stopped_mid_chunk_leaves_the_cache_a_step_at_a_time_decode_would() {
     for (chunks, used) in [(0, 0), (1, 2), (1, 5), (2, 1), (2, 4)] {
         e.reset();
         let first = e.prefill(&PROMPT, Want::Top(1)).unwrap().into_top()[0].1;
-        let mut c = Chained::start(&mut e, first, 20, Some(5), 0.001, now()).unwrap();
+        let mut c = Chained::start(&mut e, &mut greedy(), first, 20, Some(5), 0.001, now()).unwrap();
         let mut taken = vec![first];
         for _ in 0..chunks {
             taken = vec![*taken.last().unwrap()];
-            taken.extend(c.next_blocking(&mut e, &now).unwrap());
+            taken.extend(c.next_blocking(&mut e, &mut greedy(), &now).unwrap());
         }
         let stop_at = *taken.get(used).unwrap_or(&first);
         let seen = if chunks == 0 { 0 } else { 5 * (chunks - 1) + used };
@@ -141,6 +148,50 @@ fn chains_end_at_the_context_limit() {
     assert_eq!(e.position(), capacity);
     // One more step does not fit: an error, not a write past the cache.
     e.truncate(capacity);
-    let err = e.submit_chain(Some(1), 1).unwrap_err().to_string();
+    let err = e.submit_chain(Some(1), 1, &[]).unwrap_err().to_string();
     assert!(err.contains("context"), "{err}");
+}
+
+/// A seeded sampled decode through the runner (what the CLI and the page run): the GPU samples
+/// from its top-k candidates with the host's draws, one step a submit or chained alike; with
+/// every logit wanted (no top-k cut) the host samples, one step a submit.
+#[test]
+fn a_seeded_sampled_decode_chains_to_the_same_text() {
+    let Some(ctx) = common::gpu() else { return };
+    let ctx = Arc::new(ctx);
+    let model = tiny_model(GgmlType::Q8_0);
+    let params = SamplingParams {
+        temperature: 1.3,
+        top_k: 20,
+        top_p: 0.9,
+        seed: 11,
+    };
+    let run = |chain: Chain, params: SamplingParams| {
+        let mut r = Runner::gpu(ctx.clone(), model.clone(), 64, |_, _| {}).unwrap();
+        let mut s = Sampler::new(params).unwrap();
+        let first = r.prefill(&PROMPT, &mut s).unwrap();
+        let mut d = Decode::start(&mut r, &mut s, first, 30, chain, 0.001, now()).unwrap();
+        let chained = d.is_chained();
+        let mut out = vec![first];
+        for _ in 0..30 {
+            out.push(d.next_blocking(&mut r, &mut s, &now).unwrap().0);
+        }
+        d.stop(&mut r);
+        (out, chained)
+    };
+    let (want, chained) = run(Chain::Off, params);
+    assert!(!chained);
+    for chain in [Chain::Fixed(1), Chain::Fixed(4), Chain::Auto] {
+        let (got, chained) = run(chain, params);
+        assert!(chained, "{chain:?}");
+        assert_eq!(got, want, "{chain:?}");
+    }
+    // Another seed draws other tokens; the sampler is not greedy in disguise.
+    let (other, _) = run(Chain::Auto, SamplingParams { seed: 12, ..params });
+    assert_ne!(other, want);
+    let greedy_text = run(Chain::Off, SamplingParams::default()).0;
+    assert_ne!(greedy_text, want);
+    // No top-k cut: every logit is read back and the host samples, one step a submit.
+    let (_, chained) = run(Chain::Auto, SamplingParams { top_k: 0, ..params });
+    assert!(!chained);
 }

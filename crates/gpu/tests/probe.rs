@@ -173,7 +173,10 @@ fn an_adapter_the_browser_does_not_describe_is_measured() {
     let start = std::time::Instant::now();
     let now = move || start.elapsed().as_secs_f64();
     let said = ctx.info.device_type;
-    assert_eq!(pollster::block_on(tokscope_gpu::probe::acts_like(&ctx, &now)).unwrap(), said);
+    assert_eq!(
+        pollster::block_on(tokscope_gpu::probe::acts_like(&ctx, &now)).unwrap(),
+        said
+    );
     if said != wgpu::DeviceType::Cpu {
         return; // a real GPU: nothing here streams like lavapipe
     }
