@@ -101,37 +101,53 @@ pub fn screenshot_path(name: &str) -> PathBuf {
 /// it: read bandwidth within 0.75–1.33×, cost per dispatch within 0.5–3× (the issue's bounds;
 /// a CPU adapter's dispatch cost moves by a third with the machine's load). This shared machine's
 /// speed drifts between the page's probe and the native one (CI once read SwiftShader natively at
-/// 2.50 GB/s a minute after the page's 3.59, where 3.46 against 3.10 was usual), so where a
-/// figure falls outside, the native probe runs once more and the page's figure must fall within
-/// the bounds of either reading. Prints every reading.
+/// 2.50 GB/s a minute after the page's 3.59, where 3.46 against 3.10 was usual; another run read
+/// the page at 2.76 against 4.82 and 4.58 natively while other work ran), so where a figure falls
+/// outside, the native probe runs once more; where it is still outside, the page's speed check
+/// runs once more with a native probe after it. Each figure must fall within the bounds of one
+/// pair of readings. Prints every reading.
 pub async fn probe_agrees_with_native(b: &crate::browser::Browser, engine: &str, icd: Option<&str>) {
     let num = |s: String| s.trim().parse::<f64>().unwrap_or(f64::NAN);
-    let (gb_s, us) = (num(b.text("speed-gbs").await), num(b.text("speed-dispatch").await));
-    let latency = b.text("speed-latency").await;
-    let agrees = |native: &serde_json::Value| {
-        let field = |k: &str| native[k].as_f64().unwrap_or(f64::NAN);
-        let (bw, per) = (gb_s / field("read_gb_s"), us / field("dispatch_us"));
-        println!(
-            "{engine}: page probe {gb_s} GB/s, {us} µs a dispatch, completion {latency}; native on the same driver: \
-             {:.2} GB/s, {:.1} µs, completion {:.3} ms (page ÷ native: {bw:.2}, {per:.2})",
-            field("read_gb_s"),
-            field("dispatch_us"),
-            native["latency"]["median_ms"].as_f64().unwrap_or(f64::NAN)
-        );
-        ((0.75..=1.0 / 0.75).contains(&bw), (0.5..=3.0).contains(&per), bw, per)
-    };
     let native =
         || -> serde_json::Value { serde_json::from_str(&tokscope(&["probe", "--json", "--runs", "3"], icd)).unwrap() };
-    let first = agrees(&native());
-    let (bw_ok, per_ok) = match first {
-        (true, true, ..) => (true, true),
-        _ => {
-            let again = agrees(&native());
-            (first.0 || again.0, first.1 || again.1)
+    let (mut bw_ok, mut per_ok, mut first) = (false, false, None);
+    for page_run in 0..2 {
+        if page_run == 1 {
+            b.click("speed-run").await;
+            b.wait_for(
+                &format!("!({})", present("speed-card")),
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+            b.wait_for(&present("speed-card"), std::time::Duration::from_secs(400))
+                .await
+                .unwrap();
         }
-    };
-    assert!(bw_ok, "{engine}: bandwidth page ÷ native = {:.2}", first.2);
-    assert!(per_ok, "{engine}: cost per dispatch page ÷ native = {:.2}", first.3);
+        let (gb_s, us) = (num(b.text("speed-gbs").await), num(b.text("speed-dispatch").await));
+        let latency = b.text("speed-latency").await;
+        for _ in 0..2 {
+            let n = native();
+            let field = |k: &str| n[k].as_f64().unwrap_or(f64::NAN);
+            let (bw, per) = (gb_s / field("read_gb_s"), us / field("dispatch_us"));
+            println!(
+                "{engine}: page probe {gb_s} GB/s, {us} µs a dispatch, completion {latency}; native on the same \
+                 driver: {:.2} GB/s, {:.1} µs, completion {:.3} ms (page ÷ native: {bw:.2}, {per:.2})",
+                field("read_gb_s"),
+                field("dispatch_us"),
+                n["latency"]["median_ms"].as_f64().unwrap_or(f64::NAN)
+            );
+            first.get_or_insert((bw, per));
+            bw_ok |= (0.75..=1.0 / 0.75).contains(&bw);
+            per_ok |= (0.5..=3.0).contains(&per);
+            if bw_ok && per_ok {
+                return;
+            }
+        }
+    }
+    let (bw, per) = first.expect("a reading");
+    assert!(bw_ok, "{engine}: bandwidth page ÷ native = {bw:.2}");
+    assert!(per_ok, "{engine}: cost per dispatch page ÷ native = {per:.2}");
 }
 
 /// Chromium's own SwiftShader Vulkan driver (Debian's chromium package ships it): the native CLI
