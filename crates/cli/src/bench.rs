@@ -118,8 +118,7 @@ pub struct Measured {
 }
 
 /// Warms up, then times `runs` decodes of `tokens` (after a short prompt; steps chained as
-/// `chain` says, decode.rs) and `runs` prefills of the whole prompt. `latency_s`: the device's
-/// completion latency.
+/// `chain` says, decode.rs) and `runs` prefills of the whole prompt.
 pub fn measure<B: AsRef<[u8]>>(
     engine: &mut Runner<B>,
     model: &Model<B>,
@@ -127,7 +126,6 @@ pub fn measure<B: AsRef<[u8]>>(
     tokens: usize,
     runs: usize,
     chain: Chain,
-    latency_s: f64,
 ) -> Result<Measured, String> {
     let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
     let mut greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
@@ -146,8 +144,7 @@ pub fn measure<B: AsRef<[u8]>>(
         engine.reset();
         let first = engine.prefill(decode_prompt, &mut greedy).map_err(|e| e.to_string())?;
         let start = Instant::now();
-        let mut d =
-            Decode::start(engine, &mut greedy, first, tokens, chain, latency_s, now()).map_err(|e| e.to_string())?;
+        let mut d = Decode::start(engine, &mut greedy, first, tokens, chain, now()).map_err(|e| e.to_string())?;
         for _ in 0..tokens {
             d.next_blocking(engine, &mut greedy, &now).map_err(|e| e.to_string())?;
         }
@@ -203,7 +200,6 @@ pub fn run(a: BenchArgs) -> CliResult {
     let decode_prompt = &prompt[..DECODE_PROMPT_TOKENS.min(prompt.len())];
     let context = bench_context(&model, &prompt, a.tokens)?;
     let mut engine = engine::new(a.backend, model.clone(), context)?;
-    let latency_s = engine::completion_latency_s(&mut engine)?;
     let greedy = Sampler::new(SamplingParams::default()).map_err(|e| e.to_string())?;
     let chain_note = why_not_chained(&mut engine, &greedy, a.chain);
     let Measured {
@@ -211,7 +207,7 @@ pub fn run(a: BenchArgs) -> CliResult {
         chained,
         prefill_runs,
         bytes_per_token,
-    } = measure(&mut engine, &model, &prompt, a.tokens, a.runs, a.chain, latency_s)?;
+    } = measure(&mut engine, &model, &prompt, a.tokens, a.runs, a.chain)?;
     let decode_tok_s = median(&decode_runs);
     let (backend, adapter, gpu) = match &mut engine {
         Runner::Cpu { .. } => ("cpu", cpu_label(), None),

@@ -21,11 +21,3 @@ pub fn new(backend: Backend, model: Arc<Model<FileBytes>>, context: usize) -> Re
     }
     .map_err(|e| e.to_string())
 }
-
-/// The device's completion latency (seconds: submit → a 4-byte result mapped, the median of
-/// completion.rs's samples) for chained decode's chunk length; 0 on the CPU engine.
-pub fn completion_latency_s(engine: &mut Engine) -> Result<f64, String> {
-    let Some(e) = engine.gpu_engine() else { return Ok(0.0) };
-    let c = tokscope_gpu::completion::settle_blocking(&e.ctx).map_err(|e| e.to_string())?;
-    Ok(c.plain.median_ms * 1e-3)
-}

@@ -36,7 +36,6 @@ pub fn run(a: GenerateArgs) -> CliResult {
         .to_string());
     }
     let mut engine = engine::new(a.backend, loaded.model.clone(), context)?;
-    let latency_s = engine::completion_latency_s(&mut engine)?;
 
     let start = Instant::now();
     let mut next = engine.prefill(&tokens, &mut sampler).map_err(|e| e.to_string())?;
@@ -49,7 +48,7 @@ pub fn run(a: GenerateArgs) -> CliResult {
     let now = || decode_start.elapsed().as_secs_f64();
     let budget = (a.max_tokens.saturating_sub(1)).min(context - tokens.len());
     let mut decode =
-        Decode::start(&mut engine, &mut sampler, next, budget, a.chain, latency_s, now()).map_err(|e| e.to_string())?;
+        Decode::start(&mut engine, &mut sampler, next, budget, a.chain, now()).map_err(|e| e.to_string())?;
     while generated < a.max_tokens {
         if !a.ignore_eos && tok.is_stop(next) {
             break;

@@ -206,13 +206,12 @@ pub fn run(a: &BenchArgs, sweep: Sweep) -> CliResult {
         let model = Arc::new(Model::from_gguf(g).map_err(|e| format!("{shown} at {ty}: {e}"))?);
         let context = bench_context(&model, &prompt, a.tokens)?;
         let mut engine = engine::new(a.backend, model.clone(), context).map_err(|e| format!("at {ty}: {e}"))?;
-        let latency_s = engine::completion_latency_s(&mut engine)?;
         let Measured {
             decode_runs,
             prefill_runs,
             bytes_per_token,
             ..
-        } = measure(&mut engine, &model, &prompt, a.tokens, a.runs, a.chain, latency_s)?;
+        } = measure(&mut engine, &model, &prompt, a.tokens, a.runs, a.chain)?;
         let decode_tok_s = median(&decode_runs);
         // Measured from the matrices, not the type's nominal figure: a K-quant point holds
         // llama.cpp's stand-ins where rows are not whole super-blocks.

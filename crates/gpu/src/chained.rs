@@ -1,7 +1,8 @@
-//! Greedy decode in chained chunks (chain.rs), two in flight: while the host reads one chunk's
-//! tokens the GPU runs the next, so the GPU waits on the host only where a chunk's work is
-//! shorter than the round trip. Each chunk's length follows the measured round trip and step
-//! time (core's `roofline::chain`), or is fixed (`--chain K`). The CLI's `generate` and
+//! Decode in chained chunks (chain.rs), two in flight: while the host reads one chunk's tokens
+//! the GPU runs the next, so the GPU waits on the host only where a chunk's work is shorter
+//! than the host's part. Each chunk's length grows 4× while that measurably pays (core's
+//! `roofline::chain::Growth`: until the host's share of a token is under a tenth), or is fixed
+//! (`--chain K`). The CLI's `generate` and
 //! `bench` and the page's worker all decode through this.
 //!
 //! The caller takes tokens from [`Chained::next`] one by one, exactly as from a step-at-a-time
@@ -10,15 +11,14 @@
 
 use crate::chain::MAX_CHAIN;
 use crate::engine::{GpuEngine, GpuEngineError};
-use tokscope_core::roofline::chain::{FIRST_CHUNK, chain_len, step_time};
+use tokscope_core::roofline::chain::Growth;
 use tokscope_core::sampling::Sampler;
 
 /// A chained decode of one generation.
 pub struct Chained {
-    /// Steps a chunk, where fixed; else chosen from the measurements.
+    /// Steps a chunk, where fixed; else grown by measurement.
     fixed: Option<usize>,
-    /// The device's completion latency (seconds): submit → a result mapped.
-    latency_s: f64,
+    growth: Growth,
     /// Steps the chunks may still take (max tokens, the context).
     budget: usize,
     /// Where the chunk last read started, and its first token's position in the generation.
@@ -27,8 +27,6 @@ pub struct Chained {
     submitted: std::collections::VecDeque<f64>,
     /// When the last chunk came back.
     last_done: Option<f64>,
-    /// The latest estimate of one GPU step (seconds).
-    step_s: Option<f64>,
     /// Seconds the host spent waiting for chunks, and the steps they held.
     pub waited_s: f64,
     pub steps_read: usize,
@@ -39,8 +37,8 @@ pub struct Chained {
 impl Chained {
     /// A decode after `token` (the last token the caller took, not yet in the cache) with room
     /// for `budget` steps; submits the first chunk (and a second, where the budget allows).
-    /// `fixed`: steps a chunk (1..=[`MAX_CHAIN`]), or `None` to choose from the round trip
-    /// `latency_s` and the steps as they are timed. `now`: seconds.
+    /// `fixed`: steps a chunk (1..=[`MAX_CHAIN`]), or `None` to grow them as they are timed.
+    /// `now`: seconds.
     ///
     /// Sampled decodes take each step's draw from `sampler` as its chunk is submitted
     /// (`GpuEngine::set_sampling` chose whether the GPU samples).
@@ -50,17 +48,15 @@ impl Chained {
         token: u32,
         budget: usize,
         fixed: Option<usize>,
-        latency_s: f64,
         now: f64,
     ) -> Result<Self, GpuEngineError> {
         let mut c = Self {
             fixed: fixed.map(|k| k.clamp(1, MAX_CHAIN)),
-            latency_s,
+            growth: Growth::default(),
             budget,
             read_start: e.position(),
             submitted: Default::default(),
             last_done: None,
-            step_s: None,
             waited_s: 0.0,
             steps_read: 0,
             chunks: 0,
@@ -72,12 +68,7 @@ impl Chained {
 
     /// Steps the next chunk takes.
     fn next_len(&self) -> usize {
-        let k = match (self.fixed, self.step_s) {
-            (Some(k), _) => k,
-            (None, Some(s)) => chain_len(self.latency_s, s),
-            (None, None) => FIRST_CHUNK,
-        };
-        k.min(self.budget)
+        self.fixed.unwrap_or(self.growth.k).min(self.budget)
     }
 
     fn submit<B: AsRef<[u8]>>(
@@ -122,10 +113,10 @@ impl Chained {
         // The chunk's own time: from its submit, or from the chunk before it where that was
         // still running (the GPU took this one up only then).
         let began = self.last_done.map_or(submitted, |d| d.max(submitted));
-        let overlapped = self.last_done.is_some_and(|d| d > submitted);
-        let round_trip = if overlapped { 0.0 } else { self.latency_s };
         let k = chunk.tokens.len();
-        self.step_s = Some(step_time(done - began, round_trip, k));
+        if self.fixed.is_none() {
+            self.growth.observe(k, (done - began) / k as f64);
+        }
         self.last_done = Some(done);
         self.read_start = chunk.start;
         self.steps_read += k;
@@ -155,10 +146,5 @@ impl Chained {
     pub fn stop<B: AsRef<[u8]>>(&mut self, e: &mut GpuEngine<B>, used: usize) {
         e.truncate(self.position_after(used));
         self.submitted.clear();
-    }
-
-    /// The latest estimate of one GPU step (seconds), once a chunk was read.
-    pub fn step_s(&self) -> Option<f64> {
-        self.step_s
     }
 }

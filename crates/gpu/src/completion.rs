@@ -68,11 +68,3 @@ pub async fn settle(ctx: &GpuContext, now: &dyn Fn() -> f64, may_nudge: bool) ->
     ctx.nudge.set(nudging.then_some(NUDGE_MS));
     Ok(Completion { plain, nudged, nudging })
 }
-
-/// [`settle`] without the nudge, blocking (native only: nothing to nudge there).
-#[cfg(not(target_arch = "wasm32"))]
-pub fn settle_blocking(ctx: &GpuContext) -> Result<Completion, GpuError> {
-    let start = std::time::Instant::now();
-    let now = move || start.elapsed().as_secs_f64();
-    pollster::block_on(settle(ctx, &now, false))
-}

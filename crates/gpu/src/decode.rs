@@ -49,15 +49,13 @@ pub struct Decode {
 
 impl Decode {
     /// A decode after `first` (taken, not yet in the cache) with room for `budget` more steps:
-    /// chained where [`why_not_chained`] finds nothing against it. `latency_s`: the device's
-    /// completion latency (chained.rs). `now`: seconds.
+    /// chained where [`why_not_chained`] finds nothing against it. `now`: seconds.
     pub fn start<B: AsRef<[u8]>>(
         runner: &mut Runner<B>,
         sampler: &mut Sampler,
         first: u32,
         budget: usize,
         chain: Chain,
-        latency_s: f64,
         now: f64,
     ) -> Result<Self, RunError> {
         let chained = match (why_not_chained(runner, sampler, chain), runner.gpu_engine()) {
@@ -66,7 +64,7 @@ impl Decode {
                     Chain::Fixed(k) => Some(k),
                     _ => None,
                 };
-                Some(Chained::start(e, sampler, first, budget, fixed, latency_s, now)?)
+                Some(Chained::start(e, sampler, first, budget, fixed, now)?)
             }
             _ => None,
         };

@@ -53,7 +53,7 @@ fn chained(e: &mut GpuEngine<Vec<u8>>, n: usize, k: Option<usize>) -> Vec<u32> {
     e.reset();
     let first = e.prefill(&PROMPT, Want::Top(1)).unwrap().into_top()[0].1;
     let mut out = vec![first];
-    let mut c = Chained::start(e, &mut greedy(), first, n, k, 0.001, now()).unwrap();
+    let mut c = Chained::start(e, &mut greedy(), first, n, k, now()).unwrap();
     loop {
         let chunk = c.next_blocking(e, &mut greedy(), &now).unwrap();
         if chunk.is_empty() {
@@ -114,7 +114,7 @@ fn a_chain_stopped_mid_chunk_leaves_the_cache_a_step_at_a_time_decode_would() {
     for (chunks, used) in [(0, 0), (1, 2), (1, 5), (2, 1), (2, 4)] {
         e.reset();
         let first = e.prefill(&PROMPT, Want::Top(1)).unwrap().into_top()[0].1;
-        let mut c = Chained::start(&mut e, &mut greedy(), first, 20, Some(5), 0.001, now()).unwrap();
+        let mut c = Chained::start(&mut e, &mut greedy(), first, 20, Some(5), now()).unwrap();
         let mut taken = vec![first];
         for _ in 0..chunks {
             taken = vec![*taken.last().unwrap()];
@@ -170,7 +170,7 @@ fn a_seeded_sampled_decode_chains_to_the_same_text() {
         let mut r = Runner::gpu(ctx.clone(), model.clone(), 64, |_, _| {}).unwrap();
         let mut s = Sampler::new(params).unwrap();
         let first = r.prefill(&PROMPT, &mut s).unwrap();
-        let mut d = Decode::start(&mut r, &mut s, first, 30, chain, 0.001, now()).unwrap();
+        let mut d = Decode::start(&mut r, &mut s, first, 30, chain, now()).unwrap();
         let chained = d.is_chained();
         let mut out = vec![first];
         for _ in 0..30 {

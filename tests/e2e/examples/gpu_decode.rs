@@ -4,8 +4,10 @@
 //! noisy minute on this shared machine hits each. Prints each round's decode tok/s, then the
 //! medians and each page ÷ native.
 //!
-//!     cargo run -p tokscope-e2e --example gpu_decode -- [ROUNDS] [firefox|chromium] [tiny|smollm2]
+//!     cargo run -p tokscope-e2e --example gpu_decode -- [ROUNDS] [firefox|chromium] [tiny|smollm2] [CHAIN]
 //!
+//! `CHAIN`: steps a submit for both (`auto`, the default; `0`: one step a submit, read back
+//! each; or a number), as `tokscope bench --chain` and the page's `chain=` take it.
 //! `tiny` is the synthetic tiny Q4_0 model (the page's `model=synthetic:tiny:Q4_0`, the same
 //! bytes as `cargo xtask synth-model --shape tiny --type q4_0`); `smollm2` the default model.
 //! Firefox's WebGPU and the native engine both run on lavapipe; Chromium's on SwiftShader.
@@ -21,7 +23,13 @@ const PROMPT: &str = "The history of the printing press";
 const TIMEOUT: Duration = Duration::from_secs(900);
 
 /// Decode tok/s of the second of two greedy runs of the page on WebGPU, and its latency line.
-async fn page(engine: Engine, server: &tokscope_e2e::server::Server, model: &str, nudge: bool) -> (f64, String) {
+async fn page(
+    engine: Engine,
+    server: &tokscope_e2e::server::Server,
+    model: &str,
+    nudge: bool,
+    chain: &str,
+) -> (f64, String) {
     let b = Browser::open(
         engine,
         Options {
@@ -33,7 +41,7 @@ async fn page(engine: Engine, server: &tokscope_e2e::server::Server, model: &str
     .await
     .unwrap();
     let url = server.url(&format!(
-        "index.html?prompt={}&max_tokens={TOKENS}&temperature=0&ignore_eos=1&backend=gpu&autorun=1&model={}{}",
+        "index.html?prompt={}&max_tokens={TOKENS}&temperature=0&ignore_eos=1&backend=gpu&autorun=1&model={}{}&chain={chain}",
         url_encode(PROMPT),
         url_encode(model),
         if nudge { "" } else { "&nudge=0" }
@@ -56,7 +64,7 @@ async fn page(engine: Engine, server: &tokscope_e2e::server::Server, model: &str
 }
 
 /// The native GPU engine's decode tok/s (bench's median of 3 runs).
-fn native(model: &str, icd: &str) -> f64 {
+fn native(model: &str, icd: &str, chain: &str) -> f64 {
     let out = tokscope(
         &[
             "bench",
@@ -71,6 +79,8 @@ fn native(model: &str, icd: &str) -> f64 {
             "--prompt-tokens",
             "8",
             "--json",
+            "--chain",
+            chain,
         ],
         Some(icd),
     );
@@ -96,6 +106,7 @@ async fn main() {
         _ => LAVAPIPE_ICD,
     };
     let tiny = args.get(2).map(String::as_str) != Some("smollm2");
+    let chain = args.get(3).map_or("auto", String::as_str);
     let (page_model, native_model) = if tiny {
         let path = root().join("target/e2e/synthetic-tiny-q4_0.gguf");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -109,9 +120,9 @@ async fn main() {
     let server = serve_dist();
     let (mut nat, mut nudged, mut plain) = (vec![], vec![], vec![]);
     for round in 1..=rounds {
-        let n = native(&native_model, icd);
-        let (a, line) = page(engine, &server, &page_model, true).await;
-        let (b, plain_line) = page(engine, &server, &page_model, false).await;
+        let n = native(&native_model, icd, chain);
+        let (a, line) = page(engine, &server, &page_model, true, chain).await;
+        let (b, plain_line) = page(engine, &server, &page_model, false, chain).await;
         println!(
             "round {round}: native {n:.1} tok/s; {} nudged {a:.1} ({line}); nudge=0 {b:.1} ({plain_line})",
             engine.name()
@@ -122,7 +133,7 @@ async fn main() {
     }
     let (n, a, b) = (median(nat), median(nudged), median(plain));
     println!(
-        "{page_model}, {TOKENS} tokens, medians of {rounds}: native {n:.1} tok/s; {} nudged {a:.1} ({:.2}×), nudge=0 {b:.1} ({:.2}×)",
+        "{page_model}, {TOKENS} tokens, chain {chain}, medians of {rounds}: native {n:.1} tok/s; {} nudged {a:.1} ({:.2}×), nudge=0 {b:.1} ({:.2}×)",
         engine.name(),
         a / n,
         b / n

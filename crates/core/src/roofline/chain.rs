@@ -1,13 +1,22 @@
 //! How many decode steps one submit chains (tokscope-gpu's `chain`): enough that the host's
-//! round trip is a small share of a token, few enough that Stop answers quickly.
+//! share of a token is small, few enough that Stop answers quickly.
 //!
-//! A chunk of K steps costs the GPU K·s and the host one completion latency L (submit → result
-//! mapped: 0.4–3 ms in Chromium, a 100 ms timer's tick in Firefox 153 un-nudged; see
-//! `completion`). Without overlap the host's share of a token is L / (L + K·s); it stays under
-//! [`HOST_SHARE`] from K = ⌈(1 − h)/h · L/s⌉ on. With two chunks in flight the GPU idles only
-//! where the host's L exceeds a chunk's work, so the same K also hides it. The measure is the
-//! one the jax-js WebGPU backend reasons with (a submit + map round trip of ≈ 0.45 ms on an M1
-//! Max, pull request 124), and what WebLLM avoids by not reading back between steps at all.
+//! A chunk of K steps takes about T(K) = a + b·K: b a step's work, a what the chunk costs the
+//! host beside it (the completion latency: 0.4–3 ms in Chromium, Firefox 153's 100 ms tick
+//! un-nudged; see `completion`; and the host's own cost of recording, submitting and mapping,
+//! which a 4-byte round trip leaves out: in Firefox it set the speed). The host's share of a
+//! token is h(K) = (a/K) / (b + a/K). Growing K by [`GROWTH`]× removes (1 − 1/GROWTH) of a/K, so
+//! the time a token takes falls by that share of h(K): where a growth gains less than
+//! (1 − 1/GROWTH) · [`HOST_SHARE`], the host's share was already under [`HOST_SHARE`] at the
+//! smaller K, which is the one kept ([`Growth`]). Growing 4× a time reaches the longest chunk in
+//! three chunks (4, 16, 64): a 64-token reply is over before doubling would get there.
+//! So K is measured, not modelled: no figure for a or b is needed. The reasoning about a round
+//! trip per step is the jax-js WebGPU backend's (≈ 0.45 ms a submit + map on an M1 Max, pull
+//! request 124); WebLLM avoids the read-back between steps altogether.
+//!
+//! Measured (`cargo run -p tokscope-e2e --example gpu_decode -- 2 firefox tiny K`, Firefox 153 on
+//! lavapipe, the tiny model, 64 tokens): fixed K = 16: 594 tok/s; K = 48: 984 tok/s, where a
+//! K sized from the 3 ms round trip alone (≈ 14) gave 414–481.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,11 +26,10 @@ pub const MAX_CHAIN: usize = 64;
 pub const HOST_SHARE: f64 = 0.1;
 /// A chunk lasts at most about this long, so Stop answers within it (seconds).
 pub const STOP_WITHIN_S: f64 = 0.25;
-/// Steps in the first chunk, before a step has been timed, and the fewest a chunk takes where
-/// Stop allows: the measured round trip (a 4-byte read) leaves out a submit's own cost on the
-/// host (recording, mapping, callbacks): natively on lavapipe the tiny model decoded at 0.68–0.81k
-/// tok/s a step a submit, 0.90–0.93k at 4 steps, while the round trip alone asked for 1.
+/// Steps in the first chunks, before a step has been timed.
 pub const FIRST_CHUNK: usize = 4;
+/// How much a chunk grows at a time while growing pays.
+pub const GROWTH: usize = 4;
 
 /// How a GPU decode submits its steps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,7 +38,7 @@ pub enum Chain {
     Off,
     /// Steps a submit fixed.
     Fixed(usize),
-    /// Chosen from the measured round trip and step time ([`chain_len`]).
+    /// Chosen from the measured round trip and step time ([`Growth`]).
     #[default]
     Auto,
 }
@@ -61,52 +69,117 @@ impl Chain {
     }
 }
 
-/// Steps for the next chunk, given the completion latency and a GPU step's time (seconds).
-pub fn chain_len(latency_s: f64, step_s: f64) -> usize {
-    if !(step_s > 0.0 && step_s.is_finite() && latency_s.is_finite()) {
+/// The most steps a chunk may take at `per_token_s` a step: Stop answers within
+/// [`STOP_WITHIN_S`] (at least one step), and the engine holds [`MAX_CHAIN`].
+pub fn stop_cap(per_token_s: f64) -> usize {
+    if !(per_token_s > 0.0 && per_token_s.is_finite()) {
         return FIRST_CHUNK;
     }
-    let wanted = ((1.0 - HOST_SHARE) / HOST_SHARE * latency_s.max(0.0) / step_s).ceil();
-    let stop_cap = (STOP_WITHIN_S / step_s).floor().clamp(1.0, MAX_CHAIN as f64);
-    wanted.max(FIRST_CHUNK as f64).min(stop_cap) as usize
+    ((STOP_WITHIN_S / per_token_s).floor() as usize).clamp(1, MAX_CHAIN)
 }
 
-/// A GPU step's time from a chunk of `k` steps that took `seconds` from its submit to its
-/// result, of which `latency_s` was the round trip: what remains, per step (at least a
-/// microsecond: a chunk can come back faster than the median round trip).
-pub fn step_time(seconds: f64, latency_s: f64, k: usize) -> f64 {
-    ((seconds - latency_s) / k.max(1) as f64).max(1e-6)
+/// The host's share of a token for chunks of `k` steps taking `a + b·k` seconds.
+pub fn host_share(a: f64, b: f64, k: usize) -> f64 {
+    (a / k as f64) / (b + a / k as f64)
 }
 
-/// The host's share of a token for chunks of `k` steps of `step_s` each behind a round trip of
-/// `latency_s`, without overlap (what [`chain_len`] bounds).
-pub fn host_share(latency_s: f64, step_s: f64, k: usize) -> f64 {
-    latency_s / (latency_s + k as f64 * step_s)
+/// A chained decode's chunk length, grown while it pays (see the module's text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Growth {
+    /// Steps the next chunks take.
+    pub k: usize,
+    /// The last chunk timed at the length before `k`: (steps, seconds a step).
+    last: Option<(usize, f64)>,
+    /// Doubling stopped paying: `k` stays (Stop's bound still applies).
+    pub settled: bool,
+}
+
+impl Default for Growth {
+    fn default() -> Self {
+        Self {
+            k: FIRST_CHUNK,
+            last: None,
+            settled: false,
+        }
+    }
+}
+
+impl Growth {
+    /// A chunk of `k` steps came back at `per_token_s` a step (its time ÷ its steps): the
+    /// next chunks' length.
+    pub fn observe(&mut self, k: usize, per_token_s: f64) -> usize {
+        let cap = stop_cap(per_token_s);
+        if !self.settled && k == self.k {
+            match self.last {
+                // A growth from k0 to k that gained less than its share (1 − k0/k) of the host's
+                // share aimed under: the share was under it at k0; keep that one.
+                Some((k0, t0)) if k > k0 && per_token_s > t0 * (1.0 - (1.0 - k0 as f64 / k as f64) * HOST_SHARE) => {
+                    self.k = k0;
+                    self.settled = true;
+                }
+                // Grow, as far as Stop allows (a chunk's time shrinks per token as it grows,
+                // so Stop's bound grows with it); where it allows no more, stay.
+                _ => {
+                    self.last = Some((k, per_token_s));
+                    self.k = (GROWTH * k).min(cap);
+                    self.settled = self.k <= k;
+                }
+            }
+        }
+        self.k = self.k.min(cap).max(1);
+        self.k
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Chunk lengths a decode grows through where a chunk of k steps takes a + b·k seconds.
+    fn grown(a: f64, b: f64) -> (usize, Vec<usize>) {
+        let mut g = Growth::default();
+        let mut seen = vec![g.k];
+        for _ in 0..12 {
+            let k = g.k;
+            g.observe(k, (a + b * k as f64) / k as f64);
+            seen.push(g.k);
+        }
+        (g.k, seen)
+    }
+
     #[test]
-    fn the_chain_is_long_enough_to_hide_the_round_trip() {
-        // Firefox's tick (100 ms) behind SmolLM2 on lavapipe (80 ms a step): 12 steps would be
-        // 1 s a chunk; Stop caps it at 3.
-        assert_eq!(chain_len(0.100, 0.080), 3);
-        // Chromium on a fast GPU: 0.45 ms round trip, 0.24 ms a step → 17 steps, 9.6 % host.
-        let k = chain_len(0.000_45, 0.000_24);
-        assert_eq!(k, 17);
-        assert!(host_share(0.000_45, 0.000_24, k) < HOST_SHARE);
-        assert!(host_share(0.000_45, 0.000_24, k - 1) >= HOST_SHARE);
-        // The tiny model in Firefox nudged: 3 ms round trip, 1.3 ms a step.
-        assert_eq!(chain_len(0.003, 0.0013), 21);
-        // A fast round trip next to a slow step: the fewest steps a chunk takes, unless Stop
-        // would wait longer than it should.
-        assert_eq!(chain_len(0.000_1, 0.01), FIRST_CHUNK);
-        assert_eq!(chain_len(0.000_1, 0.1), 2);
-        assert_eq!(chain_len(0.000_1, 1.0), 1);
+    fn the_chunk_grows_until_the_hosts_share_is_under_a_tenth() {
+        // 0.5 ms of host cost a chunk, 1 ms a step: 4, 16 (8.3 % faster a token), then 64
+        // gains 2.3 % (under three quarters of a tenth), so 16 stays: the smallest length grown
+        // to whose host share is under 10 %.
+        let (k, seen) = grown(0.000_5, 0.001);
+        assert_eq!(k, 16, "{seen:?}");
+        assert!(host_share(0.000_5, 0.001, k) < HOST_SHARE, "{seen:?}");
+        assert!(host_share(0.000_5, 0.001, k / GROWTH) >= HOST_SHARE, "{seen:?}");
+        // 2 ms a chunk: 16 still leaves the host 11 %; 64 is reached.
+        assert_eq!(grown(0.002, 0.001).0, MAX_CHAIN);
+        // A host costing 25 ms a chunk (Firefox's, the tiny model): as long as the engine holds.
+        assert_eq!(grown(0.025, 0.001).0, MAX_CHAIN);
+        // Behind a 100 ms tick: Stop's bound first (9 steps), growing with the chunk: 64.
+        let (k, seen) = grown(0.1, 0.001);
+        assert_eq!(k, MAX_CHAIN, "{seen:?}");
+        assert_eq!(seen[..3], [FIRST_CHUNK, 9, 20], "{seen:?}");
+        // A cheap host beside a slow step: the first length holds.
+        assert_eq!(grown(0.000_1, 0.01).0, FIRST_CHUNK);
+        // Stop's bound: 80 ms a step (SmolLM2 in Firefox, nudged) caps a chunk at 3 steps;
+        // behind a 100 ms tick a chunk of 2 would last 260 ms: one step.
+        assert_eq!(grown(0.01, 0.08).0, 3);
+        assert_eq!(grown(0.1, 0.08).0, 1);
         // Never past the engine's buffers.
-        assert_eq!(chain_len(0.1, 0.000_01), MAX_CHAIN);
+        assert!(grown(1.0, 0.000_01).0 <= MAX_CHAIN);
+    }
+
+    #[test]
+    fn stop_bounds_a_chunk() {
+        assert_eq!(stop_cap(0.1), 2);
+        assert_eq!(stop_cap(1.0), 1);
+        assert_eq!(stop_cap(1e-6), MAX_CHAIN);
+        assert_eq!(stop_cap(f64::NAN), FIRST_CHUNK);
     }
 
     #[test]
@@ -116,18 +189,5 @@ mod tests {
         }
         assert!(Chain::parse("65").unwrap_err().contains("to 64"));
         assert!(Chain::parse("-1").is_err());
-    }
-
-    #[test]
-    fn nothing_measured_means_the_first_chunk() {
-        assert_eq!(chain_len(0.001, 0.0), FIRST_CHUNK);
-        assert_eq!(chain_len(f64::NAN, 0.001), FIRST_CHUNK);
-        assert_eq!(chain_len(0.001, f64::INFINITY), FIRST_CHUNK);
-    }
-
-    #[test]
-    fn a_step_is_what_the_chunk_took_past_the_round_trip() {
-        assert!((step_time(0.05, 0.01, 4) - 0.01).abs() < 1e-12);
-        assert_eq!(step_time(0.001, 0.003, 4), 1e-6);
     }
 }

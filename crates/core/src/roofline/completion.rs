@@ -27,15 +27,6 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// The median latency reads see now (nudged where they nudge), seconds: chained decode's
-    /// round trip (`roofline::chain`).
-    pub fn median_s(&self) -> f64 {
-        match self.nudged {
-            Some(n) if self.nudging => n.median_ms * 1e-3,
-            _ => self.plain.median_ms * 1e-3,
-        }
-    }
-
     /// One line for a reader: the latency, and what the nudge did where it was tried.
     pub fn describe(&self) -> String {
         match self.nudged {

@@ -503,9 +503,8 @@ impl Worker {
         // Greedy steps on WebGPU chain (tokscope-gpu's decode.rs): tokens arrive a chunk at a
         // time, each with its share of the chunk's time.
         let budget = req.max_tokens.saturating_sub(1).min(capacity - tokens.len());
-        let latency_s = loaded.info.backend.completion.map_or(0.0, |c| c.median_s());
-        let mut decode = Decode::start(runner, &mut sampler, next, budget, req.chain, latency_s, now_s())
-            .map_err(|e| e.to_string())?;
+        let mut decode =
+            Decode::start(runner, &mut sampler, next, budget, req.chain, now_s()).map_err(|e| e.to_string())?;
         let reason = loop {
             if loaded.tokenizer.is_stop(next) && !req.ignore_eos {
                 break StopReason::EndOfText;
