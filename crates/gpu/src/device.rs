@@ -134,6 +134,21 @@ impl GpuContext {
         })
     }
 
+    /// What the kernels are shaped for, and why, in words (the page's badge).
+    pub fn kernels_words(&self) -> String {
+        let shaped = match self.kind {
+            wgpu::DeviceType::Cpu => "kernels shaped for a CPU-backed adapter",
+            _ => "kernels shaped for a GPU",
+        };
+        match (self.info.device_type, self.kind) {
+            (wgpu::DeviceType::Other, _) => {
+                format!("{shaped} (the browser does not say what its adapter is; it streams like one)")
+            }
+            (wgpu::DeviceType::Cpu, _) => format!("{shaped} (a fallback adapter)"),
+            _ => shaped.to_string(),
+        }
+    }
+
     /// Blocks on [`GpuContext::new`] (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new_blocking() -> Result<Self, GpuError> {

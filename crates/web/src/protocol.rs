@@ -175,6 +175,9 @@ pub struct BackendInfo {
     /// (tokscope-core's `roofline::completion`); WebGPU only.
     #[serde(default)]
     pub completion: Option<Completion>,
+    /// What the GPU kernels are shaped for and why (tokscope-gpu's `GpuContext::kernels_words`).
+    #[serde(default)]
+    pub kernels: Option<String>,
     /// `backend=auto`: both engines' rates over the same steps, where both could run.
     #[serde(default)]
     pub trial: Option<EngineTrial>,

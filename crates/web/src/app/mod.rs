@@ -282,9 +282,16 @@ fn Badge(state: State) -> impl IntoView {
         None => "badge",
     };
     // Where WebGPU runs, how soon its results reach the page (and whether reads nudge).
-    let title = move || match state.model.get().and_then(|m| m.backend.completion) {
-        Some(c) => format!("the engine that runs the model; completion latency: {}", c.describe()),
-        None => "the engine that runs the model".into(),
+    let title = move || {
+        let backend = state.model.get().map(|m| m.backend);
+        let mut t = "the engine that runs the model".to_string();
+        if let Some(c) = backend.as_ref().and_then(|b| b.completion) {
+            t.push_str(&format!("; completion latency: {}", c.describe()));
+        }
+        if let Some(k) = backend.and_then(|b| b.kernels) {
+            t.push_str(&format!("; {k}"));
+        }
+        t
     };
     view! { <span class=badge_kind data-testid="backend" title=title>{badge}</span> }
 }

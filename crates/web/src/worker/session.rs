@@ -274,6 +274,7 @@ impl Worker {
                 fallback_reason: None,
                 dispatches_per_token,
                 completion: Some(completion),
+                kernels: Some(ctx.kernels_words()),
                 trial: None,
             },
         ))
@@ -686,6 +687,7 @@ fn cpu_info(reason: String, trial: Option<EngineTrial>) -> BackendInfo {
         fallback_reason: Some(reason),
         dispatches_per_token: None,
         completion: None,
+        kernels: None,
         trial,
     }
 }
