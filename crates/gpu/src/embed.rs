@@ -1,7 +1,7 @@
 //! The embedding lookup on the GPU (embed.wgsl): each pass's first dispatches read the row of
 //! the token in `tokens[col]` from the packed embedding and write it into `x`, so a token costs
 //! the host four bytes, not a row, and a chained step (chain.rs) can take the token the step
-//! before it chose without a round trip. Types without a lookup kernel (the K-quants) keep the
+//! before it chose without a round trip. Types without a lookup kernel (Q2_K, Q3_K) keep the
 //! host's rows: `Model::embed`, written with the pass.
 
 use crate::GpuContext;
@@ -25,6 +25,9 @@ pub fn kernel_type(ty: GgmlType) -> Option<u32> {
         GgmlType::Q4_1 => 5,
         GgmlType::Q5_0 => 6,
         GgmlType::Q5_1 => 7,
+        GgmlType::Q4_K => 8,
+        GgmlType::Q5_K => 9,
+        GgmlType::Q6_K => 10,
         _ => return None,
     })
 }

@@ -23,7 +23,8 @@ struct Embed {
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
 @group(0) @binding(3) var<uniform> e: Embed;
 
-// chain.rs's `embed_type`: 0 F32, 1 F16, 2 BF16, 3 Q8_0, 4 Q4_0, 5 Q4_1, 6 Q5_0, 7 Q5_1.
+// embed.rs's `kernel_type`: 0 F32, 1 F16, 2 BF16, 3 Q8_0, 4 Q4_0, 5 Q4_1, 6 Q5_0, 7 Q5_1,
+// 8 Q4_K, 9 Q5_K, 10 Q6_K.
 override TY: u32 = 0u;
 override WG: u32 = 64u;
 
@@ -37,8 +38,57 @@ fn half(word: u32, k: u32) -> f32 {
     return unpack2x16float(word >> (16u * k)).x;
 }
 
+// Byte b of the bytes from word `at` on.
+fn byte_at(at: u32, b: u32) -> u32 {
+    return (w[at + b / 4u] >> (8u * (b % 4u))) & 0xffu;
+}
+
+// Value j of a K-quant super-block at tile t (kquants.rs's dequantize_k4 and dequantize_q6_k).
+fn k_value(t: u32, j: u32) -> f32 {
+    if TY == 10u {
+        // Q6_K: ql, qh, the 16 int8 scales (52 words a tile), then d, two halves a word.
+        let h = j / 128u;
+        let k = (j % 128u) / 32u;
+        let l = j % 32u;
+        let base = 52u * t;
+        let ql = byte_at(base, 64u * h + l + 32u * (k & 1u));
+        let low = select(ql >> 4u, ql & 15u, k < 2u);
+        let high = (byte_at(base, 128u + 32u * h + l) >> (2u * k)) & 3u;
+        let q = i32(low | (high << 4u)) - 32;
+        let sc = bitcast<i32>(byte_at(base, 192u + 8u * h + l / 16u + 2u * k) << 24u) >> 24u;
+        return half(w[e.scales_at + t / 2u], t % 2u) * f32(sc) * f32(q);
+    }
+    // Q4_K / Q5_K: the nibbles (Q5_K: then 8 words of fifth bits), then d|dmin and the 12 scale
+    // bytes, 4 words a tile.
+    let k = j / 64u;
+    let hi = (j % 64u) / 32u;
+    let l = j % 32u;
+    let sub = 2u * k + hi;
+    let s_at = e.scales_at + 4u * t;
+    var sc: u32;
+    var m: u32;
+    if sub < 4u {
+        sc = byte_at(s_at + 1u, sub) & 63u;
+        m = byte_at(s_at + 1u, sub + 4u) & 63u;
+    } else {
+        sc = (byte_at(s_at + 1u, sub + 4u) & 15u) | ((byte_at(s_at + 1u, sub - 4u) >> 6u) << 4u);
+        m = (byte_at(s_at + 1u, sub + 4u) >> 4u) | ((byte_at(s_at + 1u, sub) >> 6u) << 4u);
+    }
+    let dm = w[s_at];
+    let base = select(32u, 40u, TY == 9u) * t;
+    let q = byte_at(base, 32u * k + l);
+    var nib = select(q & 15u, q >> 4u, hi == 1u);
+    if TY == 9u {
+        nib += ((byte_at(base + 32u, l) >> sub) & 1u) << 4u;
+    }
+    return half(dm, 0u) * f32(sc) * f32(nib) - half(dm, 1u) * f32(m);
+}
+
 // Value c of packed row r.
 fn value(r: u32, c: u32) -> f32 {
+    if TY >= 8u {
+        return k_value(tile(r, c / 256u, e.cols / 256u), c % 256u);
+    }
     if TY <= 2u {
         let quad = tile(r, c / 4u, e.cols / 4u);
         if TY == 0u {

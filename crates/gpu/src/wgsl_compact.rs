@@ -44,6 +44,8 @@ mod tests {
             ("probe.wgsl", crate::probe::SHADER.to_string()),
             ("matvec.wgsl", crate::matvec::source(false)),
             ("matvec.wgsl with subgroups", crate::matvec::source(true)),
+            ("embed.wgsl", crate::embed::EMBED_SHADER.to_string()),
+            ("sample.wgsl", crate::sampling::SAMPLE_SHADER.to_string()),
         ] {
             let compacted = compact(&source);
             assert!(

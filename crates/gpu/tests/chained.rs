@@ -72,6 +72,9 @@ fn models() -> Vec<(String, Arc<Model<Vec<u8>>>)> {
         GgmlType::Q4_1,
         GgmlType::Q5_1,
         GgmlType::F16,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
     ]
     .into_iter()
     .map(|ty| (format!("tiny {ty} (own embedding)"), tiny_model(ty)))

@@ -98,7 +98,8 @@ fn chunked_prefill_and_decode_match_cpu_engine_for_every_weight_type() {
         let model = tiny_model(ty);
         let mut cpu = CpuEngine::new(model.clone(), 64).unwrap();
         let mut gpu = GpuEngine::new(ctx.clone(), model, 64, |_, _| {}).unwrap();
-        // The embedding lookup where its type has a kernel (the K-quants' rows come from the host).
+        // The embedding lookup where its type has a kernel (Q2_K's and Q3_K's rows come from the
+        // host).
         let lookup = tokscope_gpu::embed::kernel_type(ty).is_some() as usize;
         assert_eq!(gpu.looks_up_embedding(), lookup == 1, "{ty}");
         assert_eq!(gpu.dispatches_per_token(), lookup + 2 * 5 + 2);
