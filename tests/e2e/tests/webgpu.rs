@@ -65,6 +65,12 @@ async fn webgpu_runs_the_clis_gpu_text_and_the_speed_check(engine: Engine) {
     let tok_s = number(&b.text("tok-s").await);
     assert!(tok_s > 0.0, "tok/s shown: {tok_s}");
     assert!(number(&b.text("ttft").await) > 0.0);
+    // Greedy steps chained on the GPU, and the meter says how its per-token times were taken.
+    let chained = b.text("meter-chain").await;
+    assert!(
+        chained.contains("steps a submit: each token's time is its chunk's time ÷ its tokens"),
+        "{chained}"
+    );
     let phases = b
         .eval("return document.querySelector('[data-testid=model]').dataset.phases;")
         .await;

@@ -69,6 +69,12 @@ pub fn Meter(state: State) -> impl IntoView {
         (false, Some(r)) => r.total_s,
         _ => state.ttft_s.get().map(|t| t + state.meter.with(|m| m.total_s())),
     };
+    // Chained WebGPU steps come back a chunk at a time: each token's time is its share.
+    let how_timed = move || {
+        state.steps_per_submit.get().map(|k| {
+            format!(" (WebGPU chained {k:.1} steps a submit: each token's time is its chunk's time ÷ its tokens)")
+        })
+    };
     let whose = move || match (state.in_flight.get(), state.last_run.get()) {
         (Some(f), _) => format!("Now: {}.", f.kind.what()),
         (None, Some(r)) => format!(
@@ -103,7 +109,8 @@ pub fn Meter(state: State) -> impl IntoView {
                 aria-label="latency of each generated token (taller is slower)">
                 <polyline points=move || state.meter.with(|m| spark_points(m.latencies()))/>
             </svg>
-            <p class="caption">"Per-token latency, last " {SPARK_TOKENS} " tokens"</p>
+            <p class="caption">"Per-token latency, last " {SPARK_TOKENS} " tokens"
+                <span data-testid="meter-chain">{how_timed}</span></p>
             <div class="wpm" aria-label="words per minute against reading speed">
                 <div class="bar"><div class="fill" style:width=move || format!("{:.1}%", 100.0 * wpm().unwrap_or(0.0) / scale())></div>
                     <div class="line" style:left=move || format!("{:.1}%", 100.0 * READING_WPM / scale())

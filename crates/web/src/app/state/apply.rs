@@ -65,6 +65,7 @@ impl State {
         let id = self.take_id();
         req.run = id;
         self.begin_run();
+        self.steps_per_submit.set(None);
         self.in_flight.set(Some(InFlight { id, kind }));
         send(&ToWorker::Generate(req), None);
     }
