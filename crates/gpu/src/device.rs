@@ -56,7 +56,7 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// The kind of adapter the kernels are shaped for: `info.device_type`, except where a
     /// browser does not say (`Other`) and the adapter was measured to stream like a CPU
-    /// (probe.rs's `acts_like`: Firefox's lavapipe), which is then `Cpu`.
+    /// (probe.rs's `acts_like`), which is then `Cpu`.
     pub kind: wgpu::DeviceType,
     pub limits: wgpu::Limits,
     pub features: wgpu::Features,

@@ -122,7 +122,9 @@ const KIND_DIFFERENCE_S: f64 = 0.06;
 /// What an adapter the browser does not describe (`DeviceType::Other`: WebGPU tells a page
 /// only whether its adapter is a fallback) acts like, for the kernels' shapes: `Cpu` where it
 /// streams at least [`CPU_LIKE`]× faster as per-invocation runs (the matvec's CPU shape) than
-/// as interleaved lanes (the GPU shape), as Firefox's lavapipe does; else `Other` (GPU shapes).
+/// as interleaved lanes (the GPU shape), as lavapipe does; else `Other` (GPU shapes). (Firefox
+/// 153 here calls its lavapipe a fallback adapter, so it is shaped for a CPU without this; a
+/// browser that does not flag a software adapter would otherwise give it the GPU's shapes.)
 /// Any other kind is returned as it is. Run after `completion::settle`, so a browser's tick
 /// is nudged; a few hundred milliseconds.
 pub async fn acts_like(ctx: &GpuContext, now: &dyn Fn() -> f64) -> Result<wgpu::DeviceType, GpuError> {
@@ -274,8 +276,7 @@ async fn probe(
     // streams its own rows (a few runs per CPU thread: an invocation is a SIMD lane), which reads
     // faster there than interleaved lanes (examples/stream_patterns.rs); on GPUs four 16-byte
     // loads a lane per trip round the loop, a few trips each. A browser says only whether its
-    // adapter is a fallback (wgpu's `Cpu`) or not (`Other`): Firefox's lavapipe is not one, and
-    // with the GPU's pattern its page read 0.72× the native probe. Where the kind is unknown both
+    // adapter is a fallback (wgpu's `Cpu`) or not (`Other`). Where the kind is unknown both
     // patterns stream and the faster counts: the device's bandwidth is the most it reads.
     let runs_pattern = ("stream_runs", 64);
     let lanes_pattern = ("stream_read", (bytes / 16 / 256 / 16).clamp(1, 65_535) as u32);

@@ -164,9 +164,9 @@ fn a_native_device_is_not_nudged() {
     assert_eq!(out, bytemuck::cast_slice::<u32, u8>(&words));
 }
 
-/// Firefox's lavapipe, as the page sees it: WebGPU says only "not a fallback" (`Other`). The
-/// context measures that it streams like a CPU and shapes the kernels for one; an adapter that
-/// says what it is keeps its kind.
+/// A software adapter a browser does not flag as a fallback (WebGPU says only "not a
+/// fallback": `Other`): the context measures that it streams like a CPU and shapes the kernels
+/// for one; an adapter that says what it is keeps its kind.
 #[test]
 fn an_adapter_the_browser_does_not_describe_is_measured() {
     let Some(mut ctx) = common::gpu() else { return };

@@ -110,12 +110,9 @@ async fn webgpu_runs_the_clis_gpu_text_and_the_speed_check(engine: Engine) {
                 && completion.contains("a timer's tick, not the GPU)"),
             "{completion}"
         );
-        // Firefox does not say its lavapipe is a CPU; the worker measured that it streams like
-        // one and shaped the kernels for it (probe::acts_like).
+        // Firefox calls its lavapipe a fallback adapter: the kernels are shaped for a CPU.
         assert!(
-            completion.ends_with(
-                "kernels shaped for a CPU-backed adapter (the browser does not say what its adapter is; it streams like one)"
-            ),
+            completion.ends_with("kernels shaped for a CPU-backed adapter (a fallback adapter)"),
             "{completion}"
         );
         // The speed check with the nudge off (`nudge=0`) and a step a submit (`chain=0`): the
