@@ -1,6 +1,6 @@
 //! A generation's tokens after its first, one at a time, from either path: one step a submit
-//! (the CPU engine, sampling other than greedy, embeddings looked up on the host), or chained
-//! chunks on the GPU (chained.rs). The CLI's `generate` and `bench` and the page's worker take
+//! (the CPU engine, sampling without a top-k cut, embeddings looked up on the host, `--chain 0`),
+//! or chained chunks on the GPU (chained.rs). The CLI's `generate` and `bench` and the page's worker take
 //! tokens from here and check end of text, max tokens, Stop and the context between them, as a
 //! step-at-a-time loop would; [`Decode::stop`] then leaves the cache as that loop would.
 
@@ -36,13 +36,14 @@ pub fn why_not_chained<B: AsRef<[u8]>>(runner: &mut Runner<B>, sampler: &Sampler
 
 pub struct Decode {
     chained: Option<Chained>,
-    /// Tokens read and not yet taken, each with its share of the time they took.
+    /// Tokens read and not yet taken.
     queue: VecDeque<u32>,
     /// The token last taken (the next step's input on the one-step path).
     last: u32,
     /// Tokens taken from the chunk last read.
     used: usize,
-    /// When the last tokens came back (seconds), and each one's share of the wait.
+    /// When the last tokens came back (seconds), and each one's share of the time since the
+    /// read before.
     last_done: f64,
     per_token_s: f64,
 }

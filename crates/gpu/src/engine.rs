@@ -1,10 +1,12 @@
-//! The GPU executor of a [`ModelDesc`](tokscope_core::model::ModelDesc), decoding one token per
-//! submit. It is three parts: the weights, uploaded once and shared by every engine over the
-//! same model (weights.rs); the graph, the dispatch list a family's steps become (graph.rs);
-//! and the state of the sequences it decodes (sequences.rs). Everything is made at load; a
-//! token writes its embedding row, RoPE table and step uniform (a few KB), records one compute
-//! pass and submits it once, with the copy of its result (the top-k candidates: 8 bytes when
-//! greedy) in the same submit.
+//! The GPU executor of a [`ModelDesc`](tokscope_core::model::ModelDesc). It is three parts: the
+//! weights, uploaded once and shared by every engine over the same model (weights.rs); the
+//! graph, the dispatch list a family's steps become (graph.rs); and the state of the sequences
+//! it decodes (sequences.rs). Everything is made at load; a token writes its id (looked up on
+//! the GPU, embed.rs; where the embedding's type has no lookup kernel, its row), RoPE table and
+//! step uniform (a few KB), records one compute pass and submits it once, with the copy of its
+//! result (the top-k candidates: 8 bytes when greedy; sampling on the GPU leaves its choice
+//! first, sampling.rs) in the same submit. Chained decode (chain.rs) records many such steps in
+//! one submit.
 //!
 //! A pass computes up to [`MAX_COLUMNS`] tokens (columns) with the same dispatches: a prefill
 //! chunk of one sequence (its attention causal, column by column), or one token of each of up
