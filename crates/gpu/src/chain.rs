@@ -1,6 +1,6 @@
-//! Chained greedy steps: one submit records K decode steps of sequence 0, each step's embedding
-//! lookup (embed.rs) reading the token the step before it chose, so the GPU runs K tokens with
-//! no host round trip between them. The host knows every position in advance, so it writes the
+//! Chained steps (greedy, or sampled on the GPU: sampling.rs): one submit records K decode steps
+//! of sequence 0, each step's embedding lookup (embed.rs) reading the token the step before it
+//! chose, so the GPU runs K tokens with no host round trip between them. The host knows every position in advance, so it writes the
 //! K step uniforms and RoPE rows at once; in the command buffer each step copies its own into
 //! place, then its pass, then its top candidate into the chunk's results (8 bytes a token),
 //! which one copy sends to one of two staging buffers: a chunk is read back while the next one
@@ -10,44 +10,11 @@ use crate::GpuError;
 use crate::engine::{GpuEngine, GpuEngineError};
 use crate::graph::Columns;
 use crate::matvec::{MAX_COLUMNS, Step};
-use std::collections::VecDeque;
+use crate::sequences::{CHAIN_RESULT_BYTES, Chunk};
 use tokscope_core::cpu::EngineError;
 use tokscope_core::cpu::ops::rope_table;
 
 pub use tokscope_core::roofline::chain::MAX_CHAIN;
-
-/// Bytes of one step's result: its top candidate (logit, token).
-pub const CHAIN_RESULT_BYTES: usize = 8;
-
-/// A chunk submitted and not yet read.
-#[derive(Debug, Clone, Copy)]
-struct Chunk {
-    /// Sequence 0's position before its first step.
-    start: usize,
-    steps: usize,
-    staging: usize,
-}
-
-/// The chunks in flight, oldest first.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    chunks: VecDeque<Chunk>,
-    next_staging: usize,
-}
-
-impl InFlight {
-    pub fn clear(&mut self) {
-        self.chunks.clear();
-    }
-
-    pub fn len(&self) -> usize {
-        self.chunks.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
-    }
-}
 
 /// A chunk as read back: where it started, and the token each step chose.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,9 +9,9 @@
 //! loop, and says where it stopped ([`Chained::stop`]): the cache then holds the same tokens
 //! the step-at-a-time loop would have appended, and at most one chunk of work was wasted.
 
-use crate::chain::MAX_CHAIN;
 use crate::engine::{GpuEngine, GpuEngineError};
 use tokscope_core::roofline::chain::Growth;
+use tokscope_core::roofline::chain::MAX_CHAIN;
 use tokscope_core::sampling::Sampler;
 
 /// A chained decode of one generation.

@@ -80,7 +80,7 @@ pub struct GpuEngine<B> {
     embed_rows: Vec<f32>,
     cos_sin: Vec<f32>,
     /// Chunks of chained steps submitted and not yet read (chain.rs).
-    pub(crate) chain: crate::chain::InFlight,
+    pub(crate) chain: crate::sequences::InFlight,
     /// Sampling on the GPU, where the parameters allow it (sampling.rs).
     pub(crate) sampler: crate::sampling::GpuSampler,
 }
@@ -150,7 +150,7 @@ impl<B: AsRef<[u8]>> GpuEngine<B> {
         }
         let c = &model.config;
         let capacity = context.clamp(1, c.context_length);
-        let state = Sequences::new(&ctx, &model, &kernels, capacity, seqs)?;
+        let state = Sequences::new(&ctx, &model, kernels.needs(), capacity, seqs)?;
         let (dispatches, layer_dispatches) = crate::graph::build(&ctx, &model, &mut kernels, &weights, &state);
         let sampler = crate::sampling::GpuSampler::new(&ctx, &state.candidates);
         Ok(Self {

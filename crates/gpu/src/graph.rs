@@ -31,15 +31,7 @@ pub fn ops_source() -> String {
     format!("{}{OPS_SHADER}", crate::matvec::HALF)
 }
 
-/// The most candidates the top-k kernel returns; samplers wanting more read every logit.
-pub const MAX_TOP_K: usize = 64;
-
-/// Logits per top-k workgroup in its first stage (ops.wgsl's `TOP_K_CHUNK`): a vocabulary of
-/// more than one chunk takes a workgroup per chunk, then one to merge their candidates, so no
-/// workgroup scans a large vocabulary alone (Gemma 3's 262,144 logits: 64 workgroups). On
-/// lavapipe the two stages decode as fast as the one workgroup did (Gemma with top-k 40 at
-/// chunks of 4,096, 32,768 or the whole vocabulary: 7.0–8.5 tok/s each, within its noise).
-pub const TOP_K_CHUNK: usize = 4096;
+pub use crate::top_k::{MAX_TOP_K, TOP_K_CHUNK};
 
 /// ops.wgsl `MAX_HD`: the widest head `qkv_post` holds in workgroup memory.
 const MAX_QKV_HEAD_DIM: usize = 256;
@@ -240,6 +232,15 @@ impl Kernels {
             embed: crate::embed::pipeline(ctx, model.desc.token_embd.ty),
             ops_wg,
         })
+    }
+
+    /// What the sequences' buffers must hold for these kernels.
+    pub fn needs(&self) -> crate::sequences::Needs {
+        crate::sequences::Needs {
+            ops_wg: self.ops_wg,
+            qkv_post: self.qkv_post.is_some(),
+            norm_add: self.norm_add.is_some(),
+        }
     }
 
     /// Records one dispatch into a pass over `cols` columns (the head's count for the head's).

@@ -19,6 +19,7 @@ pub mod repack;
 pub mod runner;
 pub mod sampling;
 pub mod sequences;
+mod top_k;
 pub mod weights;
 pub mod wgsl_compact;
 

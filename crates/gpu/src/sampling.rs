@@ -4,8 +4,8 @@
 //! Greedy decoding records nothing: candidate 0 is already its choice.
 
 use crate::GpuContext;
-use crate::chain::MAX_CHAIN;
 use crate::graph::MAX_TOP_K;
+use tokscope_core::roofline::chain::MAX_CHAIN;
 use tokscope_core::sampling::SamplingParams;
 
 pub const SAMPLE_SHADER: &str = crate::wgsl!("sample.wgsl");

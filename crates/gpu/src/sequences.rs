@@ -3,12 +3,13 @@
 //! token fills in, the logits and top-k candidates, and the staging buffer results come back
 //! through. Made per engine; the weights it runs over are shared (weights.rs).
 
-use crate::chain::{CHAIN_RESULT_BYTES, MAX_CHAIN};
-use crate::graph::{Kernels, MAX_TOP_K, TOP_K_CHUNK};
 use crate::matvec::{MAX_COLUMNS, Shares, Step};
 use crate::readback::Staging;
+use crate::top_k::{MAX_TOP_K, TOP_K_CHUNK};
 use crate::{GpuContext, GpuError};
+use std::collections::VecDeque;
 use tokscope_core::model::Model;
+use tokscope_core::roofline::chain::MAX_CHAIN;
 
 /// Bytes a cached K or V value takes on the GPU: f16 (half.wgsl), as llama.cpp's default cache.
 pub const KV_VALUE_BYTES: u64 = 2;
@@ -27,6 +28,50 @@ fn max_splits(device_type: wgpu::DeviceType, capacity: usize, per_share: usize) 
         _ => 32,
     };
     capacity.div_ceil(per_share).clamp(1, cap)
+}
+
+/// Bytes of one step's result: its top candidate (logit, token).
+pub const CHAIN_RESULT_BYTES: usize = 8;
+
+/// A chunk submitted and not yet read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunk {
+    /// Sequence 0's position before its first step.
+    pub start: usize,
+    pub steps: usize,
+    pub staging: usize,
+}
+
+/// The chunks in flight, oldest first.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    pub(crate) chunks: VecDeque<Chunk>,
+    pub(crate) next_staging: usize,
+}
+
+impl InFlight {
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+}
+
+/// What the graph's kernels need the sequences' buffers to hold (graph.rs's `Kernels::needs`).
+#[derive(Clone, Copy)]
+pub(crate) struct Needs {
+    /// ops.wgsl's workgroup size: one attention share per this many positions.
+    pub ops_wg: usize,
+    /// The separate Q/K/V step runs (its `qkv` buffer).
+    pub qkv_post: bool,
+    /// Gemma 3's post-norm adds run (the `proj` buffer).
+    pub norm_add: bool,
 }
 
 /// A buffer that only copies read from and write to.
@@ -91,7 +136,7 @@ impl Sequences {
     pub fn new<B: AsRef<[u8]>>(
         ctx: &GpuContext,
         model: &Model<B>,
-        kernels: &Kernels,
+        kernels: Needs,
         capacity: usize,
         seqs: usize,
     ) -> Result<Self, GpuError> {
@@ -151,16 +196,8 @@ impl Sequences {
             kc: storage(ctx, "K cache", cache_floats / 2),
             vc: storage(ctx, "V cache", cache_floats / 2),
             rope: storage(ctx, "rope cos/sin", inv_freqs.len() * n * c.head_dim),
-            qkv: storage(
-                ctx,
-                "qkv",
-                if kernels.qkv_post.is_some() {
-                    n * (qd + 2 * kvd)
-                } else {
-                    1
-                },
-            ),
-            proj: storage(ctx, "projection", if kernels.norm_add.is_some() { n * d } else { 1 }),
+            qkv: storage(ctx, "qkv", if kernels.qkv_post { n * (qd + 2 * kvd) } else { 1 }),
+            proj: storage(ctx, "projection", if kernels.norm_add { n * d } else { 1 }),
             step: ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("step"),
                 size: std::mem::size_of::<Step>() as u64,
