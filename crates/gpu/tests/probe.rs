@@ -163,24 +163,3 @@ fn a_native_device_is_not_nudged() {
     pollster::block_on(staging.read_async(&ctx, 256, &mut out)).unwrap();
     assert_eq!(out, bytemuck::cast_slice::<u32, u8>(&words));
 }
-
-/// A software adapter a browser does not flag as a fallback (WebGPU says only "not a
-/// fallback": `Other`): the context measures that it streams like a CPU and shapes the kernels
-/// for one; an adapter that says what it is keeps its kind.
-#[test]
-fn an_adapter_the_browser_does_not_describe_is_measured() {
-    let Some(mut ctx) = common::gpu() else { return };
-    let start = std::time::Instant::now();
-    let now = move || start.elapsed().as_secs_f64();
-    let said = ctx.info.device_type;
-    assert_eq!(
-        pollster::block_on(tokscope_gpu::probe::acts_like(&ctx, &now)).unwrap(),
-        said
-    );
-    if said != wgpu::DeviceType::Cpu {
-        return; // a real GPU: nothing here streams like lavapipe
-    }
-    ctx.info.device_type = wgpu::DeviceType::Other;
-    let kind = pollster::block_on(tokscope_gpu::probe::acts_like(&ctx, &now)).unwrap();
-    assert_eq!(kind, wgpu::DeviceType::Cpu, "lavapipe streams like a CPU");
-}

@@ -221,7 +221,7 @@ impl Worker {
         if !super::js::has_webgpu_api() {
             return Err(super::js::without_webgpu());
         }
-        let mut ctx = match GpuContext::new().await {
+        let ctx = match GpuContext::new().await {
             Ok(ctx) => ctx,
             Err(GpuError::NoAdapter(_)) => return Err(super::js::without_webgpu()),
             Err(e) => return Err(e.to_string()),
@@ -234,12 +234,8 @@ impl Worker {
             });
         });
         // How soon completions reach the page, and the nudge where it pays (Firefox's 100 ms
-        // tick): measured once per device, before the engine's first read. Then, where the
-        // browser does not say what its adapter is, what it streams like: the kernels' shapes.
+        // tick): measured once per device, before the engine's first read.
         let completion = tokscope_gpu::completion::settle(&ctx, &now_s, self.nudge)
-            .await
-            .map_err(|e| e.to_string())?;
-        ctx.kind = tokscope_gpu::probe::acts_like(&ctx, &now_s)
             .await
             .map_err(|e| e.to_string())?;
         let ctx = Arc::new(ctx);
