@@ -218,6 +218,16 @@ impl GpuContext {
     }
 
     /// A buffer, counted in [`GpuContext::created`].
+    /// An unmapped buffer of `size` bytes, counted as [`GpuContext::create_buffer`] counts.
+    pub fn buffer(&self, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
+    }
+
     pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor) -> wgpu::Buffer {
         self.created.add(desc.size);
         self.device.create_buffer(desc)

@@ -201,14 +201,7 @@ async fn probe(
         kind if crate::matvec::Shape::for_device(kind) == crate::matvec::Shape::CPU => vec![runs_pattern],
         _ => vec![lanes_pattern],
     };
-    let buffer = |label, size, usage| {
-        ctx.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size,
-            usage,
-            mapped_at_creation: false,
-        })
-    };
+    let buffer = |label, size, usage| ctx.buffer(label, size, usage);
     let src = buffer("probe source", bytes, wgpu::BufferUsages::STORAGE);
     let sink = buffer(
         "probe sink",

@@ -42,14 +42,7 @@ impl GpuSampler {
     pub fn new(ctx: &GpuContext, candidates: &wgpu::Buffer) -> Self {
         let module = ctx.shader("sample.wgsl", SAMPLE_SHADER);
         let pipeline = ctx.pipeline(&module, "sample");
-        let buffer = |label, size, usage| {
-            ctx.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
+        let buffer = |label, size, usage| ctx.buffer(label, size, usage);
         let params = buffer(
             "sampling",
             16,

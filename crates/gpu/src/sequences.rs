@@ -76,12 +76,11 @@ pub(crate) struct Needs {
 
 /// A buffer that only copies read from and write to.
 fn copied(ctx: &GpuContext, label: &str, bytes: usize) -> wgpu::Buffer {
-    ctx.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: bytes as u64,
-        usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    })
+    ctx.buffer(
+        label,
+        bytes as u64,
+        wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    )
 }
 
 fn storage(ctx: &GpuContext, label: &str, floats: usize) -> wgpu::Buffer {
